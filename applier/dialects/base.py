@@ -1,0 +1,267 @@
+"""Dialect base: everything that differs between subscribers goes through one of these.
+
+A dialect owns: identifier quoting (one function), the type mapping, procedure text
+(rendered from templates under ``sql/<dialect>/``), call text, connection set-up, the
+progress table, and error classification (by code, never by English text).
+Anything a dialect cannot express goes through :meth:`Dialect.unsupported`.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any, ClassVar
+
+import jinja2
+
+from applier.articles import Article, Column, SqlType, Syntax
+from applier.errors import UnsupportedError
+
+OPS = {"I": "insert", "U": "update", "D": "delete"}
+_PREFIX = {"I": "sp_MSins_", "U": "sp_MSupd_", "D": "sp_MSdel_"}
+
+
+class ConflictClass(str, enum.Enum):
+    """Classes of apply errors, as the report counts them."""
+
+    ROW_NOT_FOUND = "row_not_found"  # 20598
+    DUPLICATE_KEY = "duplicate_key"  # 2601 / 2627 / 23505
+    LOCK_TIMEOUT = "lock_timeout"  # 1222 / 55P03
+    DEADLOCK = "deadlock"  # 1205 / 40P01
+    FOREIGN_KEY = "foreign_key"  # 547 / 23503
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class Classified:
+    """An apply error as the agent sees it."""
+
+    cls: ConflictClass
+    code: str  # SQLSTATE or native error number, as text
+    transient: bool  # retry the same work on the same connection (tenacity)
+    connection_lost: bool = False
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ProcParam:
+    """One procedure parameter: name without sigil, and its type (None = the bitmap)."""
+
+    name: str
+    type: SqlType | None
+    default_null: bool = False
+
+
+def bitmap_width(ncols: int) -> int:
+    """SCALL/MCALL bitmap bytes: binary(ceil(n/8)) as SQL Server generates it."""
+    return max(1, math.ceil(ncols / 8))
+
+
+def bit_of(index1: int) -> tuple[int, int]:
+    """Column i (1-based) -> (byte number 1-based, bit value 2^((i-1)%8))."""
+    return (index1 - 1) // 8 + 1, 1 << ((index1 - 1) % 8)
+
+
+@lru_cache(maxsize=None)
+def _env(dialect: str) -> jinja2.Environment:
+    root = resources.files("applier.sql") / dialect
+    loader = jinja2.FunctionLoader(lambda name: (root / name).read_text(encoding="utf-8"))
+    return jinja2.Environment(
+        loader=loader,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,  # SQL, not HTML: identifiers are quoted by the dialect's quote()
+    )
+
+
+class Dialect:
+    """Base of the subscriber dialects. Subclasses fill the capability flags and mapping."""
+
+    name: ClassVar[str] = "base"
+    template_dir: ClassVar[str] = ""
+    HAS_IDENTITY: ClassVar[bool] = True
+    SUPPORTS_NAMED_PARAMS: ClassVar[bool] = False
+    MAX_PARAMS_PER_BATCH: ClassVar[int] = 30000
+    TYPE_MAP: ClassVar[dict[str, str]] = {}
+    ODBC_OPTIONS: ClassVar[str] = ""
+
+    # -- identifiers -----------------------------------------------------------------
+    def quote(self, ident: str) -> str:
+        raise NotImplementedError
+
+    def qualified(self, schema: str | None, name: str) -> str:
+        return f"{self.quote(schema)}.{self.quote(name)}" if schema else self.quote(name)
+
+    def table(self, article: Article) -> str:
+        return self.qualified(article.schema, article.table)
+
+    # -- errors ----------------------------------------------------------------------
+    def unsupported(self, what: str) -> UnsupportedError:
+        return UnsupportedError(f"{self.name}: {what}")
+
+    def classify(self, exc: BaseException) -> Classified:
+        raise NotImplementedError
+
+    # -- types -----------------------------------------------------------------------
+    def type_sql(self, t: SqlType) -> str:
+        try:
+            pattern = self.TYPE_MAP[t.base]
+        except KeyError:
+            raise self.unsupported(f"column type {t} cannot be mapped") from None
+        length = "max" if t.length == -1 else t.length
+        return pattern.format(length=length, precision=t.precision, scale=t.scale)
+
+    # -- names -----------------------------------------------------------------------
+    def proc_name(self, article: Article, op: str) -> tuple[str | None, str]:
+        """(schema, name) of the procedure that applies op; custom names as written."""
+        d = article.delivery(op)
+        if d.procedure:
+            if "." in d.procedure:
+                s, n = d.procedure.split(".", 1)
+                return s, n
+            return article.schema, d.procedure
+        return article.schema, f"{_PREFIX[op]}{article.schema}{article.table}"
+
+    def proc_ref(self, article: Article, op: str) -> str:
+        s, n = self.proc_name(article, op)
+        return self.qualified(s, n)
+
+    # -- procedure parameters (seed 003 orders; the same for every dialect) ----------
+    @staticmethod
+    def proc_params(article: Article, op: str) -> list[ProcParam]:
+        cols = article.replicated
+        keys = article.key_columns
+        syntax = article.delivery(op).syntax
+        if op == "I":
+            return [ProcParam(f"c{i}", c.type) for i, c in enumerate(cols, 1)]
+        if op == "D":
+            if syntax == Syntax.XCALL:
+                return [ProcParam(f"c{i}", c.type) for i, c in enumerate(cols, 1)]
+            return [ProcParam(f"pkc{i}", c.type) for i, c in enumerate(keys, 1)]
+        # update
+        if syntax == Syntax.XCALL:
+            old = [ProcParam(f"c{i}_old", c.type) for i, c in enumerate(cols, 1)]
+            return old + [ProcParam(f"c{i}", c.type) for i, c in enumerate(cols, 1)]
+        dflt = syntax == Syntax.SCALL
+        params = [ProcParam(f"c{i}", c.type, default_null=dflt) for i, c in enumerate(cols, 1)]
+        params += [ProcParam(f"pkc{i}", c.type) for i, c in enumerate(keys, 1)]
+        if syntax in (Syntax.SCALL, Syntax.MCALL):
+            params.append(ProcParam("bitmap", None))
+        return params
+
+    # -- rendering -------------------------------------------------------------------
+    def render(self, template: str, **ctx: Any) -> str:
+        return _env(self.template_dir).get_template(template).render(d=self, **ctx)
+
+    def template_context(self, article: Article, op: str) -> dict[str, Any]:
+        """What every procedure template gets: columns with their parameter and bit."""
+        cols = []
+        for i, c in enumerate(article.replicated, 1):
+            byte, bit = bit_of(i)
+            cols.append(
+                {
+                    "name": c.name,
+                    "q": self.quote(c.name),
+                    "i": i,
+                    "byte": byte,
+                    "bit": bit,
+                    "type": self.type_sql(c.type),
+                    "is_key": c.name in article.key,
+                    "identity": c.identity,
+                    "lob": c.type.is_lob,
+                    "col": c,
+                }
+            )
+        keys = []
+        for j, k in enumerate(article.key_columns, 1):
+            i = article.column_names.index(k.name) + 1
+            keys.append({"name": k.name, "q": self.quote(k.name), "pk": j, "i": i,
+                         "type": self.type_sql(k.type), "col": k})
+        key_identity = any(k.identity for k in article.key_columns)
+        return {
+            "article": article,
+            "table": self.table(article),
+            "table_text": f"[{article.schema}].[{article.table}]",
+            "proc": self.proc_ref(article, op),
+            "cols": cols,
+            "keys": keys,
+            "nonkey": [c for c in cols if not c["is_key"] and not c["identity"]],
+            "settable": [c for c in cols if not c["identity"]],
+            "key_branch": not key_identity,
+            "params": self.proc_params(article, op),
+            "width": bitmap_width(len(cols)),
+            "syntax": article.delivery(op).syntax.value,
+        }
+
+    def procedure_sql(self, article: Article, op: str) -> str | None:
+        """Text creating the default procedure of op, or None when op is not a procedure."""
+        d = article.delivery(op)
+        if d.syntax in (Syntax.SQL, Syntax.NONE) or d.procedure:
+            return None
+        template = f"{OPS[op]}_{d.syntax.value.lower()}.sql.j2"
+        return self.render(template, **self.template_context(article, op))
+
+    def create_table_sql(self, article: Article) -> str:
+        return self.render("create_table.sql.j2", **self.template_context(article, "I"))
+
+    # -- calls -----------------------------------------------------------------------
+    def call_sql(self, article: Article, op: str) -> str:
+        raise NotImplementedError
+
+    # -- connections and bookkeeping -------------------------------------------------
+    def session_setup(self, lock_timeout_ms: int) -> list[str]:
+        return []
+
+    def progress_ddl(self) -> list[str]:
+        raise NotImplementedError
+
+    def progress_upsert_sql(self) -> str:
+        """Parameters: subscription, stream, last_lsn, last_round."""
+        raise NotImplementedError
+
+    def progress_select_sql(self) -> str:
+        """Parameter: subscription. Rows: stream, last_lsn, last_round."""
+        return (
+            f"SELECT {self.quote('stream')}, {self.quote('last_lsn')}, {self.quote('last_round')} "
+            f"FROM {self.progress_table()} WHERE {self.quote('subscription')} = ?"
+        )
+
+    def progress_table(self) -> str:
+        return self.qualified("applier", "progress")
+
+    def select_rows_sql(self, article: Article) -> str:
+        cols = ", ".join(self.quote(c) for c in article.column_names)
+        return f"SELECT {cols} FROM {self.table(article)}"
+
+    def insert_sql(self, article: Article) -> str:
+        cols = ", ".join(self.quote(c) for c in article.column_names)
+        marks = ", ".join("?" for _ in article.column_names)
+        return f"INSERT INTO {self.table(article)} ({cols}) VALUES ({marks})"
+
+    def drop_table_sql(self, article: Article) -> list[str]:
+        raise NotImplementedError
+
+    def odbc_connection_string(self, base: str) -> str:
+        """The user's connection string plus the options applier relies on."""
+        if not self.ODBC_OPTIONS:
+            return base
+        sep = "" if base.rstrip().endswith(";") else ";"
+        return f"{base}{sep}{self.ODBC_OPTIONS}"
+
+
+_NATIVE_RE = re.compile(r"\((\d{3,6})\)")
+
+
+def native_code(message: str) -> int | None:
+    """SQL Server's native error number, which ODBC drivers print as '(NNNN)'."""
+    for m in _NATIVE_RE.finditer(message):
+        n = int(m.group(1))
+        if n not in (0, 1) and "SQLExecDirect" not in message[m.end() : m.end() + 2]:
+            return n
+    return None

@@ -1,0 +1,140 @@
+"""PostgreSQL dialect: PL/pgSQL procedures that behave as SQL Server's generated ones.
+
+Row not found raises SQLSTATE ``RP598`` (class "RP", replication; implementation-defined
+classes are allowed by the SQL standard) with DETAIL ``20598`` and a message naming the
+table and the key as SQL Server 2016+ does. Classification reads SQLSTATEs only.
+
+Connections use psqlODBC with ``Protocol=7.4-1`` (an error aborts the transaction instead
+of the driver's per-statement savepoints, see reference/postgres-odbc-notes.md),
+``UseServerSidePrepare=0`` (BEGIN and a whole batch of calls travel in one round trip,
+parameters substituted by the driver) and ``BoolsAsChar=0`` (booleans come back as bits).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from applier.articles import Article, SqlType
+from applier.dialects.base import Classified, ConflictClass, Dialect
+
+ROW_NOT_FOUND_SQLSTATE = "RP598"
+
+_BY_SQLSTATE: dict[str, tuple[ConflictClass, bool]] = {
+    ROW_NOT_FOUND_SQLSTATE: (ConflictClass.ROW_NOT_FOUND, False),
+    "23505": (ConflictClass.DUPLICATE_KEY, False),
+    "23503": (ConflictClass.FOREIGN_KEY, False),
+    "55P03": (ConflictClass.LOCK_TIMEOUT, False),
+    "40P01": (ConflictClass.DEADLOCK, True),
+    "40001": (ConflictClass.DEADLOCK, True),  # serialization failure: retry as the agent would
+}
+# Connection-level SQLSTATEs (ODBC's 08xxx, PostgreSQL's 57P01 admin shutdown...).
+_LOST = ("08", "57P01", "57P02", "57P03")
+
+
+class PostgresDialect(Dialect):
+    name: ClassVar[str] = "postgres"
+    template_dir: ClassVar[str] = "postgres"
+    MAX_PARAMS_PER_BATCH: ClassVar[int] = 20000
+    ODBC_OPTIONS: ClassVar[str] = "Protocol=7.4-1;UseServerSidePrepare=0;BoolsAsChar=0;"
+    TYPE_MAP: ClassVar[dict[str, str]] = {
+        "bit": "boolean",
+        "tinyint": "smallint",
+        "smallint": "smallint",
+        "int": "integer",
+        "bigint": "bigint",
+        "decimal": "numeric({precision},{scale})",
+        "numeric": "numeric({precision},{scale})",
+        "money": "numeric(19,4)",
+        "smallmoney": "numeric(10,4)",
+        "float": "double precision",
+        "real": "real",
+        "char": "character({length})",
+        "nchar": "character({length})",
+        "varchar": "varchar({length})",
+        "nvarchar": "varchar({length})",
+        "text": "text",
+        "ntext": "text",
+        "xml": "text",
+        "date": "date",
+        "time": "time(6)",
+        "datetime": "timestamp(3)",
+        "datetime2": "timestamp(6)",
+        "smalldatetime": "timestamp(0)",
+        "datetimeoffset": "timestamptz(6)",
+        "uniqueidentifier": "uuid",
+        "binary": "bytea",
+        "varbinary": "bytea",
+        "image": "bytea",
+    }
+
+    def quote(self, ident: str) -> str:
+        if "\x00" in ident:
+            raise self.unsupported(f"identifier with a NUL character: {ident!r}")
+        return '"' + ident.replace('"', '""') + '"'
+
+    def type_sql(self, t: SqlType) -> str:
+        if t.length == -1 and t.base in ("varchar", "nvarchar", "char", "nchar"):
+            return "text"
+        return super().type_sql(t)
+
+    def literal(self, text: str) -> str:
+        """A string literal (standard_conforming_strings is on since PostgreSQL 9.1)."""
+        return "'" + text.replace("'", "''") + "'"
+
+    def template_context(self, article: Article, op: str) -> dict[str, Any]:
+        ctx = super().template_context(article, op)
+        # A dollar-quote tag that no identifier of the article contains.
+        names = " ".join((article.schema, article.table, *article.column_names))
+        tag, n = "$applier$", 0
+        while tag in names:
+            n += 1
+            tag = f"$applier{n}$"
+        ctx["dollar"] = tag
+        return ctx
+
+    def param_type(self, t: SqlType | None) -> str:
+        return "bytea" if t is None else self.type_sql(t)
+
+    def call_sql(self, article: Article, op: str) -> str:
+        # Each parameter is cast to its declared type: the driver substitutes values as
+        # literals, and PostgreSQL resolves procedures by argument type (an int literal
+        # does not implicitly become smallint).
+        params = self.proc_params(article, op)
+        args = ", ".join(f"CAST(? AS {self.param_type(p.type)})" for p in params)
+        return f"CALL {self.proc_ref(article, op)}({args})"
+
+    def classify(self, exc: BaseException) -> Classified:
+        args = getattr(exc, "args", ())
+        state = str(args[0]) if args else ""
+        message = str(args[1]) if len(args) > 1 else str(exc)
+        if state in _BY_SQLSTATE:
+            cls, transient = _BY_SQLSTATE[state]
+            return Classified(cls, state, transient, message=message)
+        lost = state.startswith(_LOST)
+        return Classified(ConflictClass.OTHER, state or "?", lost, connection_lost=lost, message=message)
+
+    def session_setup(self, lock_timeout_ms: int) -> list[str]:
+        return [f"SET lock_timeout = {int(lock_timeout_ms)}"]
+
+    def progress_ddl(self) -> list[str]:
+        return [
+            "CREATE SCHEMA IF NOT EXISTS applier",
+            "CREATE TABLE IF NOT EXISTS applier.progress ("
+            " subscription text NOT NULL, stream integer NOT NULL,"
+            " last_lsn bigint NOT NULL, last_round integer NOT NULL,"
+            " PRIMARY KEY (subscription, stream))",
+        ]
+
+    def progress_upsert_sql(self) -> str:
+        return (
+            "INSERT INTO applier.progress (subscription, stream, last_lsn, last_round) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (subscription, stream) DO UPDATE SET "
+            "last_lsn = GREATEST(applier.progress.last_lsn, EXCLUDED.last_lsn), "
+            "last_round = EXCLUDED.last_round"
+        )
+
+    def drop_table_sql(self, article: Article) -> list[str]:
+        return [f"DROP TABLE IF EXISTS {self.table(article)} CASCADE"]
+
+    def create_schema_sql(self, schema: str) -> str:
+        return f"CREATE SCHEMA IF NOT EXISTS {self.quote(schema)}"

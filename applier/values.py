@@ -1,0 +1,208 @@
+"""Values: one canonical, JSON-safe encoding of every supported column type.
+
+Images (before/after) travel through Spark as JSON text of {column: encoded value}. The same
+functions encode generated values, decode change files (with errors naming the column),
+turn encoded values into parameters to bind, and normalise rows read back from a target,
+so that a value compares equal to itself whichever way it came.
+
+Encoding by kind: int -> JSON integer; bool -> true/false; decimal -> string with the
+column's scale ("12.50"); float -> JSON number; str -> string; bytes -> base64 string;
+date/time/datetime -> ISO 8601 text (datetime to microseconds); uuid -> lower-case text;
+NULL -> null.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import decimal
+import json
+import math
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from applier.articles import Article, Column, SqlType
+
+
+class ValueError_(ValueError):
+    """A value that does not fit its column type; the message says why."""
+
+
+def _fail(col: Column, value: object, why: str) -> ValueError_:
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return ValueError_(f"column {col.name!r} ({col.type}): {why}, got {shown}")
+
+
+def encode(col: Column, value: Any) -> Any:
+    """Python value (from a generator or a driver) -> canonical JSON-safe value."""
+    if value is None:
+        return None
+    t = col.type
+    kind = t.kind
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, (str, decimal.Decimal, float)) and _is_integral(value):
+                value = int(value)
+            else:
+                raise _fail(col, value, "expected an integer")
+        lo_hi = t.int_range
+        if lo_hi and not lo_hi[0] <= value <= lo_hi[1]:
+            raise _fail(col, value, f"out of range {lo_hi[0]}..{lo_hi[1]}")
+        return value
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value in ("0", "1"):
+            return value == "1"
+        raise _fail(col, value, "expected a boolean")
+    if kind == "decimal":
+        try:
+            d = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
+        except (decimal.InvalidOperation, ValueError):
+            raise _fail(col, value, "expected a decimal number") from None
+        if isinstance(value, bool) or not d.is_finite():
+            raise _fail(col, value, "expected a finite decimal number")
+        scale = t.scale or 0
+        q = d.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_EVEN)
+        if t.precision is not None and len(q.as_tuple().digits) > t.precision and q != 0:
+            raise _fail(col, value, f"does not fit precision {t.precision}")
+        return format(q, "f")
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
+            raise _fail(col, value, "expected a number")
+        f = float(value)
+        if math.isnan(f) or math.isinf(f):
+            raise _fail(col, value, "expected a finite number")
+        if t.base == "real":
+            import struct
+
+            f = struct.unpack("f", struct.pack("f", f))[0]
+        return f
+    if kind == "str":
+        if not isinstance(value, str):
+            raise _fail(col, value, "expected text")
+        if t.length is not None and t.length > 0 and len(value) > t.length:
+            raise _fail(col, value, f"longer than {t.length} characters")
+        if t.base in ("char", "nchar"):
+            value = value.ljust(t.length or 1)
+        return value
+    if kind == "bytes":
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            b = bytes(value)
+        else:
+            raise _fail(col, value, "expected bytes")
+        if t.length is not None and t.length > 0 and len(b) > t.length:
+            raise _fail(col, value, f"longer than {t.length} bytes")
+        return base64.b64encode(b).decode("ascii")
+    if kind == "uuid":
+        try:
+            return str(uuid.UUID(str(value)))
+        except ValueError:
+            raise _fail(col, value, "expected a uniqueidentifier") from None
+    if kind == "date":
+        if isinstance(value, dt.datetime):
+            value = value.date()
+        if not isinstance(value, dt.date):
+            raise _fail(col, value, "expected a date")
+        return value.isoformat()
+    if kind == "datetime":
+        if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+            value = dt.datetime(value.year, value.month, value.day)
+        if not isinstance(value, dt.datetime):
+            raise _fail(col, value, "expected a datetime")
+        return value.replace(tzinfo=None).isoformat(timespec="microseconds")
+    if kind == "time":
+        if not isinstance(value, dt.time):
+            raise _fail(col, value, "expected a time")
+        return value.isoformat(timespec="microseconds")
+    if kind == "datetimeoffset":
+        if not isinstance(value, dt.datetime) or value.tzinfo is None:
+            raise _fail(col, value, "expected a datetime with offset")
+        return value.isoformat(timespec="microseconds")
+    raise _fail(col, value, f"unsupported kind {kind}")
+
+
+def _is_integral(v: object) -> bool:
+    try:
+        d = decimal.Decimal(str(v))
+    except decimal.InvalidOperation:
+        return False
+    return d.is_finite() and d == d.to_integral_value()
+
+
+def validate_encoded(col: Column, value: Any) -> Any:
+    """A value as found in a change file (JSON) -> canonical encoding, or ValueError_."""
+    if value is None:
+        if not col.nullable:
+            raise _fail(col, value, "NULL in a NOT NULL column")
+        return None
+    kind = col.type.kind
+    if kind == "int" and isinstance(value, float):
+        raise _fail(col, value, "expected an integer")
+    if kind == "int" and isinstance(value, str):
+        raise _fail(col, value, "expected an integer")
+    if kind == "decimal" and not isinstance(value, (str, int, float)):
+        raise _fail(col, value, "expected a decimal (string or number)")
+    if kind == "bytes":
+        if not isinstance(value, str):
+            raise _fail(col, value, "expected base64 text")
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise _fail(col, value, "expected base64 text") from None
+        return encode(col, raw)
+    if kind in ("date", "datetime", "time", "datetimeoffset"):
+        if not isinstance(value, str):
+            raise _fail(col, value, "expected ISO 8601 text")
+        try:
+            parsed: Any
+            if kind == "date":
+                parsed = dt.date.fromisoformat(value)
+            elif kind == "time":
+                parsed = dt.time.fromisoformat(value)
+            else:
+                parsed = dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise _fail(col, value, "expected ISO 8601 text") from None
+        return encode(col, parsed)
+    return encode(col, value)
+
+
+def to_param(t: SqlType, value: Any) -> Any:
+    """Canonical value -> Python value to bind as a parameter."""
+    if value is None:
+        return None
+    kind = t.kind
+    if kind == "decimal":
+        return decimal.Decimal(value)
+    if kind == "bytes":
+        return base64.b64decode(value)
+    if kind == "date":
+        return dt.date.fromisoformat(value)
+    if kind == "datetime":
+        return dt.datetime.fromisoformat(value)
+    if kind == "time":
+        return dt.time.fromisoformat(value)
+    if kind == "datetimeoffset":
+        return dt.datetime.fromisoformat(value)
+    return value
+
+
+def dumps_image(image: Mapping[str, Any]) -> str:
+    """Canonical JSON text of an image (keys sorted, compact): equal rows, equal text."""
+    return json.dumps(image, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def encode_row(article: Article, row: Mapping[str, Any]) -> dict[str, Any]:
+    return {c.name: encode(c, row.get(c.name)) for c in article.replicated}
+
+
+def key_text(article: Article, image: Mapping[str, Any]) -> str:
+    """Normalised key of an image: JSON array of the key values in key order."""
+    return json.dumps([image[k] for k in article.key], separators=(",", ":"), ensure_ascii=False)

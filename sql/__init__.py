@@ -1,0 +1,1 @@
+"""Procedure templates, one folder per dialect (package data of applier as applier.sql)."""
