@@ -101,6 +101,10 @@ class Dialect:
     def table(self, article: Article) -> str:
         return self.qualified(article.schema, article.table)
 
+    def literal(self, text: str) -> str:
+        """A string literal holding text (templates use it for table and key texts)."""
+        raise NotImplementedError
+
     # -- errors ----------------------------------------------------------------------
     def unsupported(self, what: str) -> UnsupportedError:
         return UnsupportedError(f"{self.name}: {what}")
@@ -247,6 +251,23 @@ class Dialect:
     def drop_table_sql(self, article: Article) -> list[str]:
         raise NotImplementedError
 
+    def create_schema_sql(self, schema: str) -> str:
+        raise NotImplementedError
+
+    def param_marker(self, t: SqlType | None) -> str:
+        """A parameter marker in a statement (PostgreSQL casts it to the declared type)."""
+        return "?"
+
+    def split_script(self, text: str) -> list[str]:
+        """A script -> statements to execute one by one (T-SQL splits on GO lines)."""
+        return [text] if text.strip() else []
+
+    def savepoint_sql(self, name: str) -> str:
+        return f"SAVEPOINT {self.quote(name)}"
+
+    def rollback_to_savepoint_sql(self, name: str) -> str:
+        return f"ROLLBACK TO SAVEPOINT {self.quote(name)}"
+
     def odbc_connection_string(self, base: str) -> str:
         """The user's connection string plus the options applier relies on."""
         if not self.ODBC_OPTIONS:
@@ -255,13 +276,20 @@ class Dialect:
         return f"{base}{sep}{self.ODBC_OPTIONS}"
 
 
-_NATIVE_RE = re.compile(r"\((\d{3,6})\)")
+# pyodbc formats every diagnostic record as "[SQLSTATE] [vendor][driver][server]text (native)",
+# appends " (SQLFunctionW)" to the first record only, and joins further records with "; ".
+# Microsoft's ODBC drivers and FreeTDS both pass the server's message number as the native
+# error, so the number is the "(NNNN)" closing the FIRST record; a "(1)" inside the text (for
+# instance "The duplicate key value is (1).") is data, not the number.
+_RECORD_SEP_RE = re.compile(r";\s*(?=\[[0-9A-Z]{5}\])")
+_NATIVE_TAIL_RE = re.compile(r"\((-?\d+)\)\s*(?:\(SQL[A-Za-z]+\))?\s*$")
 
 
 def native_code(message: str) -> int | None:
-    """SQL Server's native error number, which ODBC drivers print as '(NNNN)'."""
-    for m in _NATIVE_RE.finditer(message):
-        n = int(m.group(1))
-        if n not in (0, 1) and "SQLExecDirect" not in message[m.end() : m.end() + 2]:
-            return n
-    return None
+    """SQL Server's native error number as pyodbc prints it, or None (none, or 0)."""
+    first = _RECORD_SEP_RE.split(message, maxsplit=1)[0]
+    m = _NATIVE_TAIL_RE.search(first)
+    if not m:
+        return None
+    n = int(m.group(1))
+    return n if n > 0 else None

@@ -95,12 +95,15 @@ class PostgresDialect(Dialect):
     def param_type(self, t: SqlType | None) -> str:
         return "bytea" if t is None else self.type_sql(t)
 
+    def param_marker(self, t: SqlType | None) -> str:
+        return f"CAST(? AS {self.param_type(t)})"
+
     def call_sql(self, article: Article, op: str) -> str:
         # Each parameter is cast to its declared type: the driver substitutes values as
         # literals, and PostgreSQL resolves procedures by argument type (an int literal
         # does not implicitly become smallint).
         params = self.proc_params(article, op)
-        args = ", ".join(f"CAST(? AS {self.param_type(p.type)})" for p in params)
+        args = ", ".join(self.param_marker(p.type) for p in params)
         return f"CALL {self.proc_ref(article, op)}({args})"
 
     def classify(self, exc: BaseException) -> Classified:

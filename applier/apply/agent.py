@@ -1,0 +1,298 @@
+"""The ``agent`` apply model: the Distribution Agent with -SubscriptionStreams N.
+
+One Spark barrier stage with N tasks; task i is stream i and holds one pyodbc connection for
+the whole run. The stream is cut into rounds of CommitBatchSize transactions. In a round
+every stream applies its share without committing and all meet at a barrier
+(``BarrierTaskContext.allGather``). If every stream succeeded, all write their progress row
+in the same transaction and commit, then meet again so that no stream starts the next round
+before the others committed. If any stream failed (a conflict, or a lock wait past the lock
+timeout), all roll back; the shares are gathered and stream 0 re-applies the whole round in
+commit order on its single connection — "Number of subscription streams has been reset from
+N to 1" — retrying transient errors with tenacity; the next round resumes with N streams.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from applier.apply.connection import REAPPLY, RetryPolicy, connect
+from applier.apply.events import EVENT_SCHEMA, RESET_LOG, Events
+from applier.apply.sender import Failure, Row, Sender
+from applier.articles import Article
+from applier.dialects import DIALECTS
+from applier.plan.calls import Call, Planner
+from applier.settings import ErrorPolicy
+
+log = logging.getLogger("applier.apply")
+
+
+@dataclass(frozen=True)
+class AgentJob:
+    """Everything a stream task needs; pickled to the executors (no module state)."""
+
+    connection_string: str
+    dialect_name: str
+    articles: tuple[Article, ...]
+    subscription: str
+    streams: int
+    rounds: int
+    lock_timeout_ms: int
+    error_policy: ErrorPolicy
+    retry: RetryPolicy = REAPPLY
+
+
+class _Peek:
+    def __init__(self, it: Iterator[Row]) -> None:
+        self.it = it
+        self.head: Row | None = next(it, None)
+
+    def take_round(self, r: int) -> list[Row]:
+        out = []
+        while self.head is not None and self.head["round"] == r:
+            out.append(self.head)
+            self.head = next(self.it, None)
+        if self.head is not None and self.head["round"] < r:
+            raise RuntimeError(f"stream rows out of round order at lsn {self.head['lsn']}")
+        return out
+
+
+def _rows(batches: Iterator[pa.RecordBatch]) -> Iterator[Row]:
+    for b in batches:
+        yield from b.to_pylist()
+
+
+def _read_progress(conn: Any, job: AgentJob, stream: int) -> int:
+    dialect = DIALECTS[job.dialect_name]()
+    cur = conn.cursor()
+    cur.execute(dialect.progress_select_sql(), job.subscription)
+    done = -1
+    for s, _lsn, rnd in cur.fetchall():
+        if int(s) == stream:
+            done = int(rnd)
+    conn.commit()
+    return done
+
+
+def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import BarrierTaskContext
+
+        from applier.apply.rendezvous import Rendezvous
+
+        ctx = BarrierTaskContext.get()
+        s = ctx.partitionId()
+        dialect = DIALECTS[job.dialect_name]()
+        planner = Planner(dialect, job.articles)
+        ev = Events()
+        t_start = time.perf_counter()
+        conn = connect(job.connection_string, dialect, job.lock_timeout_ms)
+        sender = Sender(conn, dialect, planner, s)
+        done_round = _read_progress(conn, job, s)
+        upsert = dialect.progress_upsert_sql()
+        peek = _Peek(_rows(batches))
+        rdv = Rendezvous(ctx, job.streams)
+        wait_s = 0.0
+        n_cmds = 0
+
+        def skip(f: Failure) -> bool:
+            return job.error_policy.skips(f.cls, f.code)
+
+        def progress_call(stream: int, rows: Sequence[Row], rnd: int) -> Call:
+            return Call(upsert, (job.subscription, stream, max(r["lsn"] for r in rows), rnd))
+
+        def reconnect_if_lost(f: Failure | None) -> None:
+            nonlocal conn
+            if f is not None and f.connection_lost:
+                try:
+                    conn.close()
+                except Exception:  # noqa: BLE001 - the connection is already gone
+                    pass
+                conn = connect(job.connection_string, dialect, job.lock_timeout_ms)
+                sender.conn = conn
+
+        fatal = False
+        for r in range(job.rounds):
+            share = peek.take_round(r)
+            for row in share:
+                if row["stream"] != s:
+                    raise RuntimeError(f"row lsn {row['lsn']} of stream {row['stream']} reached task {s}")
+            if r <= done_round:
+                for row in share:
+                    ev.command(row, "resumed")
+                share = []
+            if fatal:
+                for row in share:
+                    ev.command(row, "not_applied")
+                continue
+            n_cmds += len(share)
+            t_round = time.perf_counter()
+            calls = sender.calls(share)
+            failure = sender.send(calls, [progress_call(s, share, r)] if share else ())
+            skipped: list[tuple[Row, Failure]] = []
+            if failure is not None and skip(failure) and not failure.connection_lost:
+                # -SkipErrors: this stream re-applies its share one call at a time, skipping.
+                conn.rollback()
+                skipped, failure = sender.savepoint_each(calls, skip)
+                if failure is None and share:
+                    failure = sender.send([], [progress_call(s, share, r)])
+            if failure is not None:
+                ev.add("conflict", lsn=failure.lsn, stream=s, round_=r, cls=failure.cls, code=failure.code,
+                       message=failure.message)
+            for row, f in skipped:
+                ev.add("conflict", lsn=row["lsn"], stream=s, round_=r, cls=f.cls, code=f.code,
+                       message=f.message, outcome="skipped")
+            t_wait = time.perf_counter()
+            gathered = rdv.all_gather(json.dumps(failure.to_json() if failure else None))
+            wait_s += time.perf_counter() - t_wait
+            failures = [Failure.from_json(d) for d in map(json.loads, gathered) if d]
+            if not failures:
+                conn.commit()
+                skipped_lsns = {row["lsn"] for row, _ in skipped}
+                for row, f in skipped:
+                    ev.command(row, "skipped", cls=f.cls, code=f.code, message=f.message)
+                for row in share:
+                    if row["lsn"] not in skipped_lsns:
+                        ev.command(row, "applied")
+                t_wait = time.perf_counter()
+                rdv.barrier()  # everyone committed before anyone starts the next round
+                wait_s += time.perf_counter() - t_wait
+                if s == 0:
+                    ev.add("round", round_=r, outcome="parallel", n=None,
+                           seconds=time.perf_counter() - t_round)
+                yield from ev.drain()
+                continue
+            # -- reset to one stream --------------------------------------------------
+            try:
+                conn.rollback()
+            except Exception:  # noqa: BLE001 - a lost connection cannot roll back; the server did
+                pass
+            reconnect_if_lost(failure)
+            mine = failure.lsn if failure is not None else None
+            for row in share:
+                if row["lsn"] == mine and failure is not None:
+                    ev.command(row, "conflict", cls=failure.cls, code=failure.code, message=failure.message)
+                else:
+                    ev.command(row, "rolled_back")
+            slim = [{k: row[k] for k in ("lsn", "xact_seqno", "article", "op", "before", "after", "changed",
+                                         "key_before", "key_after", "stream", "round")} for row in share]
+            shares = rdv.all_gather(json.dumps(slim))
+            result: dict[str, Any] | None = None
+            if s == 0:
+                message = RESET_LOG.format(n=job.streams)
+                log.warning("%s (round %d: %s)", message, r,
+                            ", ".join(f"stream {f.stream} {f.cls}" for f in failures))
+                merged = sorted((row for sh in shares for row in json.loads(sh)), key=lambda x: x["lsn"])
+                result = _reapply(sender, merged, job, r, skip, ev)
+                reconnect_if_lost(None)
+                ev.add("log", round_=r, message=message, cls=",".join(sorted({f.cls for f in failures})))
+                ev.add("round", round_=r, outcome="fatal" if result["fatal"] else "reset",
+                       cls=",".join(sorted({f.cls for f in failures})), n=len(merged),
+                       seconds=time.perf_counter() - t_round)
+            outcome = rdv.all_gather(json.dumps(result))
+            fatal = bool(json.loads(outcome[0])["fatal"])
+            yield from ev.drain()
+        rdv.close()
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001
+            pass
+        ev.add("stream", stream=s, n=n_cmds, seconds=time.perf_counter() - t_start,
+               message=json.dumps({"sql_seconds": round(sender.sql_seconds, 4), "barrier_wait_seconds":
+                                   round(wait_s, 4), "round_trips": sender.round_trips}))
+        yield from ev.drain()
+
+    return run
+
+
+def _reapply(sender: Sender, merged: list[Row], job: AgentJob, r: int,
+             skip: Callable[[Failure], bool], ev: Events) -> dict[str, Any]:
+    """Stream 0 applies the whole round in commit order on its one connection."""
+    calls = sender.calls(merged)
+    by_stream: dict[int, list[Row]] = {}
+    for row in merged:
+        by_stream.setdefault(row["stream"], []).append(row)
+    upsert = sender.dialect.progress_upsert_sql()
+    tail = [Call(upsert, (job.subscription, st, max(x["lsn"] for x in rows), r))
+            for st, rows in sorted(by_stream.items())]
+
+    class _Transient(Exception):
+        pass
+
+    def attempt() -> tuple[list[tuple[Row, Failure]], Failure | None]:
+        f = sender.send(calls, tail)
+        skipped: list[tuple[Row, Failure]] = []
+        if f is not None and f.transient:
+            sender.conn.rollback()
+            raise _Transient(f.message)
+        if f is not None and skip(f):
+            sender.conn.rollback()
+            skipped, f = sender.savepoint_each(calls, skip)
+            if f is None:
+                f = sender.send([], tail)
+        return skipped, f
+
+    retrying = job.retry.retrying(lambda e: isinstance(e, _Transient))
+    try:
+        skipped, failure = retrying(attempt)
+    except _Transient as e:
+        failure = Failure("deadlock", "", f"transient errors persisted after {job.retry.attempts} attempts: {e}",
+                          None, 0, True)
+        skipped = []
+    if failure is None:
+        sender.conn.commit()
+        skipped_lsns = {row["lsn"] for row, _ in skipped}
+        for row, f in skipped:
+            ev.command(row, "skipped", cls=f.cls, code=f.code, message=f.message)
+        for row in merged:
+            if row["lsn"] not in skipped_lsns:
+                ev.command(row, "reapplied")
+        return {"fatal": False}
+    sender.conn.rollback()
+    for row in merged:
+        if row["lsn"] == failure.lsn:
+            ev.command(row, "failed", cls=failure.cls, code=failure.code, message=failure.message)
+        else:
+            ev.command(row, "not_applied")
+    if failure.lsn is None:
+        ev.add("log", round_=r, outcome="failed", cls=failure.cls, code=failure.code, message=failure.message)
+    log.error("round %d failed on the single connection: %s", r, failure.message)
+    return {"fatal": True, "message": failure.message}
+
+
+def route_values(spark: SparkSession, n: int) -> dict[int, int]:
+    """For each stream s, a long v with pmod(hash(v), n) == s: repartition(n, v) then puts
+    stream s in partition s (Spark's hash partitioning is that same Murmur3 hash)."""
+    rows = (spark.range(0, 64 * n + 1024).select("id", F.expr(f"pmod(hash(id), {n})").alias("b"))
+            .groupBy("b").agg(F.min("id").alias("v")).collect())
+    route = {int(r["b"]): int(r["v"]) for r in rows}
+    if len(route) != n:
+        raise RuntimeError(f"could not route {n} streams to partitions")
+    return route
+
+
+def run_agent(spark: SparkSession, planned: DataFrame, job: AgentJob, out_path: str) -> DataFrame:
+    """Apply ``planned`` (rows with stream and round) and write the events to ``out_path``."""
+    slots = spark.sparkContext.defaultParallelism
+    if slots < job.streams:
+        from applier.errors import ConfigError
+
+        raise ConfigError(f"{job.streams} streams need {job.streams} task slots; this Spark has {slots} "
+                          f"(use local[{job.streams}] or more executors)")
+    route = route_values(spark, job.streams)
+    mapping = F.create_map(*[x for s, v in sorted(route.items()) for x in (F.lit(s), F.lit(v).cast("long"))])
+    cols = ["lsn", "xact_seqno", "article", "op", "before", "after", "changed", "key_before", "key_after",
+            "stream", "round"]
+    routed = (planned.select(*cols).withColumn("_route", mapping[F.col("stream")])
+              .repartition(job.streams, "_route").sortWithinPartitions("lsn").drop("_route"))
+    events = routed.mapInArrow(stream_task(job), EVENT_SCHEMA, barrier=True)
+    events.write.mode("overwrite").parquet(out_path)
+    return spark.read.parquet(out_path)

@@ -1,0 +1,65 @@
+"""Connections and retries: tenacity policies written as data, one per kind of work.
+
+A policy is a frozen dataclass turned into a ``tenacity.Retrying`` with the dialect's
+classification deciding what is transient (deadlock victim, serialization failure, lost
+connection). Nothing else is retried: a conflict is the agent's business, not tenacity's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import tenacity
+
+from applier.dialects.base import Dialect
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 5
+    wait_initial_s: float = 0.05
+    wait_max_s: float = 2.0
+
+    def retrying(self, is_transient: Callable[[BaseException], bool]) -> tenacity.Retrying:
+        return tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.attempts),
+            wait=tenacity.wait_exponential(multiplier=self.wait_initial_s, max=self.wait_max_s)
+            + tenacity.wait_random(0, self.wait_initial_s),
+            retry=tenacity.retry_if_exception(is_transient),
+            reraise=True,
+        )
+
+
+CONNECT = RetryPolicy(attempts=5, wait_initial_s=0.2, wait_max_s=3.0)
+REAPPLY = RetryPolicy(attempts=5, wait_initial_s=0.05, wait_max_s=1.0)
+
+
+def _connect_transient(exc: BaseException) -> bool:
+    import pyodbc
+
+    if not isinstance(exc, pyodbc.Error):
+        return False
+    state = str(exc.args[0]) if exc.args else ""
+    return state.startswith("08") or state in ("HYT00", "57P03")
+
+
+def connect(connection_string: str, dialect: Dialect, lock_timeout_ms: int,
+            policy: RetryPolicy = CONNECT) -> Any:
+    """A pyodbc connection, autocommit off, with the dialect's session set-up applied."""
+    import pyodbc
+
+    from applier.targets.odbc import ensure_odbc_env
+
+    ensure_odbc_env()
+
+    def once() -> Any:
+        conn = pyodbc.connect(connection_string, autocommit=False, timeout=30)
+        cur = conn.cursor()
+        for stmt in dialect.session_setup(lock_timeout_ms):
+            cur.execute(stmt)
+        conn.commit()
+        return conn
+
+    return policy.retrying(_connect_transient)(once)

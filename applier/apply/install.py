@@ -1,0 +1,128 @@
+"""Prepare the subscriber: tables, procedures, progress table, initial snapshot.
+
+Runs before apply. Table and procedure DDL goes over one driver-side connection (it is
+small); the snapshot is loaded by Spark tasks, each with its own connection, in multi-row
+INSERTs with bound parameters, so the driver never holds the rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+
+from applier.articles import Article
+from applier.apply.connection import connect
+from applier.dialects import DIALECTS
+from applier.dialects.base import Dialect
+from applier.errors import ApplierError, TargetError
+from applier.targets.odbc import Target, redact
+from applier.values import to_param
+
+
+def _exec(cur: Any, sql: str, what: str) -> None:
+    import pyodbc
+
+    try:
+        cur.execute(sql)
+    except pyodbc.Error as e:
+        raise TargetError(f"{what} failed: {e.args[1] if len(e.args) > 1 else e}") from None
+
+
+def install(target: Target, articles: Sequence[Article], subscription: str, *,
+            recreate_tables: bool = True, custom_sql: Sequence[Path] = ()) -> list[str]:
+    """Create schemas, tables, default procedures and the progress table; run custom SQL files.
+
+    Returns the names of the procedures installed, in order.
+    """
+    dialect = target.dialect
+    conn = connect(target.connection_string, dialect, lock_timeout_ms=30000)
+    installed: list[str] = []
+    try:
+        cur = conn.cursor()
+        for stmt in dialect.progress_ddl():
+            _exec(cur, stmt, "creating the progress table")
+        cur.execute(f"DELETE FROM {dialect.progress_table()} WHERE {dialect.quote('subscription')} = ?",
+                    subscription)
+        for schema in sorted({a.schema for a in articles}):
+            _exec(cur, dialect.create_schema_sql(schema), f"creating schema {schema}")
+        for a in articles:
+            if recreate_tables:
+                for stmt in dialect.drop_table_sql(a):
+                    _exec(cur, stmt, f"dropping {a.name}")
+                _exec(cur, dialect.create_table_sql(a), f"creating table {a.name}")
+            for op in "IUD":
+                sql = dialect.procedure_sql(a, op)
+                if sql is None:
+                    continue
+                for stmt in dialect.split_script(sql):
+                    _exec(cur, stmt, f"installing {dialect.proc_ref(a, op)}")
+                installed.append(dialect.proc_ref(a, op))
+        for path in custom_sql:
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except OSError as e:
+                raise ApplierError(f"{path}: cannot read custom procedure file: {e.strerror}") from None
+            for stmt in dialect.split_script(text):
+                _exec(cur, stmt, f"running {path}")
+        conn.commit()
+    finally:
+        conn.close()
+    return installed
+
+
+def _insert_many_sql(dialect: Dialect, article: Article, nrows: int) -> str:
+    cols = ", ".join(dialect.quote(c) for c in article.column_names)
+    one = "(" + ", ".join(dialect.param_marker(c.type) for c in article.replicated) + ")"
+    return f"INSERT INTO {dialect.table(article)} ({cols}) VALUES " + ", ".join([one] * nrows)
+
+
+def load_snapshot(snapshot: DataFrame, target: Target, articles: Sequence[Article],
+                  partitions: int = 4) -> int:
+    """Insert the snapshot rows (article, key, image) in parallel tasks; returns the row count."""
+    cs, dname = target.connection_string, target.dialect_name
+    by_name = {a.name: a for a in articles}
+
+    def load(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        dialect = DIALECTS[dname]()
+        conn = connect(cs, dialect, lock_timeout_ms=30000)
+        cur = conn.cursor()
+        pending: dict[str, list[tuple[Any, ...]]] = {}
+        total = 0
+
+        def flush(name: str) -> None:
+            rows = pending.pop(name, [])
+            if not rows:
+                return
+            a = by_name[name]
+            params = [v for r in rows for v in r]
+            cur.execute(_insert_many_sql(dialect, a, len(rows)), params)
+
+        try:
+            for b in batches:
+                for name, image in zip(b.column("article").to_pylist(), b.column("image").to_pylist(),
+                                       strict=True):
+                    a = by_name[name]
+                    img = json.loads(image)
+                    pending.setdefault(name, []).append(
+                        tuple(to_param(c.type, img.get(c.name)) for c in a.replicated))
+                    total += 1
+                    per_row = len(a.replicated)
+                    if len(pending[name]) * per_row >= min(dialect.MAX_PARAMS_PER_BATCH, 1000 * per_row):
+                        flush(name)
+            for name in list(pending):
+                flush(name)
+            conn.commit()
+        except Exception as e:
+            conn.rollback()
+            raise TargetError(f"loading the snapshot into {redact(cs)} failed: {e}") from None
+        finally:
+            conn.close()
+        yield pa.RecordBatch.from_pydict({"n": pa.array([total], pa.int64())})
+
+    n = snapshot.repartition(partitions).mapInArrow(load, "n long").groupBy().sum("n").collect()[0][0]
+    return int(n or 0)

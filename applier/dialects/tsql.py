@@ -1,0 +1,267 @@
+"""T-SQL dialect: SQL Server subscribers, with the procedures SQL Server itself generates.
+
+Procedure text follows SQL Server's generated ``sp_MSins_/sp_MSupd_/sp_MSdel_`` procedures
+(seed 003 and the procedures SQL Server 2016+ writes at subscribers): ``@c1..@cn``,
+``@pkc1..@pkck``, ``@bitmap binary(ceil(n/8))``, the key-changed branch for a key that is not
+an identity column, and after zero rows error 20598 through
+``sp_MSreplraiserror @errorid=20598, @param1=N'[schema].[table]', @param2=@primarykey_text,
+@param3=13233`` (13234 for deletes).
+
+Row not found without the replication procedures. A plain SQL Server (a container, a
+database where replication was never configured) may lack ``sp_MSreplraiserror``. The
+procedures then raise with ``THROW 120598, <message>, 1`` (:data:`ROW_NOT_FOUND_THROWN`):
+THROW takes any error number from 50000 to 2147483647 without a ``sys.messages`` entry
+("THROW (Transact-SQL)", learn.microsoft.com/sql/t-sql/language-elements/throw-transact-sql),
+whereas RAISERROR with a number needs the message in ``sys.messages`` and RAISERROR with a
+text always raises 50000. 120598 is 20598 with a leading 1: it cannot be mistaken for a
+server message (those are below 50000) and is easy to find in logs; the message carries the
+same words, table and key text as SQL Server 2016+. :meth:`TsqlDialect.classify` maps both
+20598 and 120598 to ROW_NOT_FOUND with code "20598", so error policies such as
+``2601:2627:20598`` apply to both.
+
+One difference remains: ``sp_MSreplraiserror`` raises with RAISERROR, which leaves the
+transaction open and lets a batch continue, while THROW ends the batch and, under
+``XACT_ABORT ON``, rolls the transaction back. The apply loop rolls back after any error,
+so both end in the same state.
+
+Classification uses SQL Server's native error number (pyodbc prints it as ``(NNNN)``
+after the text; see :func:`applier.dialects.base.native_code`) and SQLSTATE class 08 for
+lost connections, never English text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from applier.articles import Article, SqlType, Syntax
+from applier.dialects.base import OPS, Classified, ConflictClass, Dialect, native_code
+
+ROW_NOT_FOUND = 20598
+ROW_NOT_FOUND_THROWN = 120598  # THROW's number when sp_MSreplraiserror is absent
+ROW_NOT_FOUND_PARAM3 = {"U": 13233, "D": 13234}  # sp_MSreplraiserror @param3, as SQL Server 2016+
+KEY_TEXT_WIDTH = 2048  # @primarykey_text; SQL Server writes nvarchar(100), THROW's limit is 2048
+
+# native error number -> (class, transient)
+_BY_NATIVE: dict[int, tuple[ConflictClass, bool]] = {
+    ROW_NOT_FOUND: (ConflictClass.ROW_NOT_FOUND, False),
+    ROW_NOT_FOUND_THROWN: (ConflictClass.ROW_NOT_FOUND, False),
+    2601: (ConflictClass.DUPLICATE_KEY, False),  # duplicate key row in a unique index
+    2627: (ConflictClass.DUPLICATE_KEY, False),  # PRIMARY KEY / UNIQUE constraint
+    547: (ConflictClass.FOREIGN_KEY, False),  # statement conflicted with a FOREIGN KEY (or CHECK)
+    1222: (ConflictClass.LOCK_TIMEOUT, False),  # lock request time out period exceeded
+    1205: (ConflictClass.DEADLOCK, True),  # chosen as deadlock victim: rerun the transaction
+}
+# Server-side numbers that mean the session is gone even when the SQLSTATE is not 08xxx.
+_LOST_NATIVE = {
+    233,  # no process is on the other end of the pipe
+    596,  # session is in the kill state
+    6005,  # SHUTDOWN is in progress
+    10053,  # TCP: connection aborted by the software in the host
+    10054,  # TCP: connection forcibly closed by the remote host
+}
+# Driver-side SQLSTATEs of a broken link (ODBC class 08: connection exception).
+_LOST_STATE_PREFIX = "08"
+
+_GO_RE = re.compile(r"^[ \t]*go[ \t]*(?:--.*)?$", re.IGNORECASE | re.MULTILINE)
+_SAVEPOINT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
+_SYSNAME_MAX = 128
+# Largest non-max lengths SQL Server accepts.
+_MAX_LENGTH = {"char": 8000, "varchar": 8000, "binary": 8000, "varbinary": 8000, "nchar": 4000, "nvarchar": 4000}
+_MAX_ALLOWED = {"varchar", "nvarchar", "varbinary"}
+
+
+class TsqlDialect(Dialect):
+    name: ClassVar[str] = "tsql"
+    template_dir: ClassVar[str] = "tsql"
+    # SQL Server takes at most 2100 parameters per request; leave room for the statement's own.
+    MAX_PARAMS_PER_BATCH: ClassVar[int] = 2000
+    # SQL Server's own names: a subscriber column has the publisher's type. timestamp and
+    # rowversion values cannot be written, so a subscriber holds them as binary(8), as
+    # SQL Server's snapshot scripts do unless the article asks to replicate timestamps.
+    TYPE_MAP: ClassVar[dict[str, str]] = {
+        "bit": "bit",
+        "tinyint": "tinyint",
+        "smallint": "smallint",
+        "int": "int",
+        "bigint": "bigint",
+        "decimal": "decimal({precision},{scale})",
+        "numeric": "numeric({precision},{scale})",
+        "money": "money",
+        "smallmoney": "smallmoney",
+        "float": "float",
+        "real": "real",
+        "char": "char({length})",
+        "varchar": "varchar({length})",
+        "nchar": "nchar({length})",
+        "nvarchar": "nvarchar({length})",
+        "text": "text",
+        "ntext": "ntext",
+        "xml": "xml",
+        "date": "date",
+        "time": "time({precision})",
+        "datetime": "datetime",
+        "datetime2": "datetime2({precision})",
+        "smalldatetime": "smalldatetime",
+        "datetimeoffset": "datetimeoffset({precision})",
+        "uniqueidentifier": "uniqueidentifier",
+        "binary": "binary({length})",
+        "varbinary": "varbinary({length})",
+        "image": "image",
+        "timestamp": "binary(8)",
+        "rowversion": "binary(8)",
+    }
+
+    # -- identifiers and literals ------------------------------------------------------
+    def quote(self, ident: str) -> str:
+        """[ident] with ] doubled: the one quoting function (QUOTENAME's rule)."""
+        if "\x00" in ident:
+            raise self.unsupported(f"identifier with a NUL character: {ident!r}")
+        if ident == "":
+            raise self.unsupported("empty identifier (SQL Server rejects [] names)")
+        if len(ident) > _SYSNAME_MAX:
+            raise self.unsupported(f"identifier longer than {_SYSNAME_MAX} characters: {ident[:40]!r}...")
+        return "[" + ident.replace("]", "]]") + "]"
+
+    def literal(self, text: str) -> str:
+        """N'...' with quotes doubled (Unicode literal: identifiers may be any script)."""
+        if "\x00" in text:
+            raise self.unsupported(f"string literal with a NUL character: {text!r}")
+        return "N'" + text.replace("'", "''") + "'"
+
+    # -- types -----------------------------------------------------------------------
+    def type_sql(self, t: SqlType) -> str:
+        if t.length is not None and t.base in _MAX_LENGTH:
+            if t.length == -1 and t.base not in _MAX_ALLOWED:
+                raise self.unsupported(f"column type {t}: (max) is only for varchar, nvarchar, varbinary")
+            if t.length != -1 and not 1 <= t.length <= _MAX_LENGTH[t.base]:
+                raise self.unsupported(f"column type {t}: length must be 1..{_MAX_LENGTH[t.base]} or max")
+        return super().type_sql(t)
+
+    def param_type(self, t: SqlType | None, width: int = 1) -> str:
+        """Declared type of a procedure parameter; None is the SCALL/MCALL bitmap."""
+        return f"binary({width})" if t is None else self.type_sql(t)
+
+    # -- procedures ------------------------------------------------------------------
+    def template_context(self, article: Article, op: str) -> dict[str, Any]:
+        ctx = super().template_context(article, op)
+        ctx["table_literal"] = self.literal(ctx["table"])
+        ctx["row_not_found"] = ROW_NOT_FOUND
+        ctx["row_not_found_thrown"] = ROW_NOT_FOUND_THROWN
+        ctx["param3"] = ROW_NOT_FOUND_PARAM3.get(op)
+        ctx["command"] = OPS[op].upper()
+        ctx["key_text_width"] = KEY_TEXT_WIDTH
+        return ctx
+
+    def template_name(self, article: Article, op: str) -> str:
+        return f"{OPS[op]}_{article.delivery(op).syntax.value.lower()}.sql.j2"
+
+    def procedure_sql(self, article: Article, op: str) -> str | None:
+        """drop-if-exists, GO, then ``create procedure`` as SQL Server writes it.
+
+        A script of two batches (CREATE PROCEDURE must start its batch); installers run it
+        through :meth:`split_script`. None when op is not applied by a default procedure.
+        """
+        d = article.delivery(op)
+        if d.syntax in (Syntax.SQL, Syntax.NONE) or d.procedure:
+            return None
+        template = self.template_name(article, op)
+        from importlib import resources
+
+        if not (resources.files("applier.sql") / self.template_dir / template).is_file():
+            raise self.unsupported(f"{OPS[op]} procedures with {d.syntax.value} syntax are not generated yet")
+        create = self.render(template, **self.template_context(article, op))
+        return f"{self.drop_procedure_sql(article, op)}\ngo\n{create}"
+
+    def drop_procedure_sql(self, article: Article, op: str) -> str:
+        ref = self.proc_ref(article, op)
+        return f"if object_id({self.literal(ref)}, N'P') is not null drop procedure {ref}"
+
+    def split_script(self, text: str) -> list[str]:
+        """Batches of a script separated by GO lines (as sqlcmd and SSMS split them)."""
+        return [b.strip("\n") for b in _GO_RE.split(text) if b.strip()]
+
+    # -- calls -----------------------------------------------------------------------
+    def call_sql(self, article: Article, op: str) -> str:
+        marks = ",".join("?" for _ in self.proc_params(article, op))
+        return f"EXEC {self.proc_ref(article, op)} {marks}"
+
+    # -- errors ----------------------------------------------------------------------
+    def classify(self, exc: BaseException) -> Classified:
+        """pyodbc errors carry (sqlstate, message); the native number ends the message."""
+        args: tuple[object, ...] = tuple(getattr(exc, "args", ()))
+        if len(args) >= 2:
+            state, message = str(args[0]), str(args[1])
+        else:
+            state, message = "", str(args[0]) if args else str(exc)
+        native = native_code(message)
+        lost = state.startswith(_LOST_STATE_PREFIX) or native in _LOST_NATIVE
+        if native in _BY_NATIVE and not lost:
+            cls, transient = _BY_NATIVE[native]
+            code = str(ROW_NOT_FOUND) if cls is ConflictClass.ROW_NOT_FOUND else str(native)
+            return Classified(cls, code, transient, message=message)
+        code = str(native) if native is not None else (state or "?")
+        return Classified(ConflictClass.OTHER, code, lost, connection_lost=lost, message=message)
+
+    # -- connections and bookkeeping -------------------------------------------------
+    def session_setup(self, lock_timeout_ms: int) -> list[str]:
+        return [
+            # Any run-time error rolls the whole transaction back and ends the batch, so a
+            # failed call can never leave half a transaction to be committed with the rest
+            # (dbt-sqlserver sets XACT_ABORT ON for the same reason). Without it, most
+            # statement errors only end the statement and the transaction stays open.
+            "SET XACT_ABORT ON",
+            # Milliseconds to wait for a lock before error 1222 (-1: forever, 0: not at all).
+            f"SET LOCK_TIMEOUT {int(lock_timeout_ms)}",
+            # No DONE_IN_PROC row counts: a batch of calls returns one result, and errors are
+            # not hidden behind row-count results. @@ROWCOUNT is still maintained.
+            "SET NOCOUNT ON",
+        ]
+
+    def savepoint_sql(self, name: str) -> str:
+        # Note: under XACT_ABORT ON an error dooms the whole transaction, so rolling back to a
+        # savepoint only helps for work undone on purpose, not after an error.
+        return f"SAVE TRANSACTION {self._savepoint(name)}"
+
+    def rollback_to_savepoint_sql(self, name: str) -> str:
+        return f"ROLLBACK TRANSACTION {self._savepoint(name)}"
+
+    def _savepoint(self, name: str) -> str:
+        if not _SAVEPOINT_RE.match(name):
+            raise self.unsupported(f"savepoint name {name!r} (a regular identifier of at most 32 characters)")
+        return name
+
+    def create_schema_sql(self, schema: str) -> str:
+        # CREATE SCHEMA must be alone in its batch: run it through EXEC.
+        inner = f"CREATE SCHEMA {self.quote(schema)}"
+        return f"IF SCHEMA_ID({self.literal(schema)}) IS NULL EXEC({self.literal(inner)})"
+
+    def progress_ddl(self) -> list[str]:
+        return [
+            self.create_schema_sql("applier"),
+            "IF OBJECT_ID(N'[applier].[progress]', N'U') IS NULL "
+            "CREATE TABLE [applier].[progress] ("
+            " [subscription] nvarchar(256) NOT NULL, [stream] int NOT NULL,"
+            " [last_lsn] bigint NOT NULL, [last_round] int NOT NULL,"
+            " CONSTRAINT [PK_applier_progress] PRIMARY KEY ([subscription], [stream]))",
+        ]
+
+    def progress_upsert_sql(self) -> str:
+        # UPDATE, then INSERT when no row was there (no MERGE: its upsert races need HOLDLOCK
+        # and it has a history of bugs). Each stream writes only its own (subscription,
+        # stream) row, so two sessions never insert the same key. The markers are bound once,
+        # in the order subscription, stream, last_lsn, last_round.
+        return (
+            "DECLARE @subscription nvarchar(256) = ?, @stream int = ?, @last_lsn bigint = ?, @last_round int = ?; "
+            "UPDATE [applier].[progress] SET "
+            "[last_lsn] = CASE WHEN [last_lsn] > @last_lsn THEN [last_lsn] ELSE @last_lsn END, "
+            "[last_round] = @last_round "
+            "WHERE [subscription] = @subscription AND [stream] = @stream; "
+            "IF @@ROWCOUNT = 0 "
+            "INSERT INTO [applier].[progress] ([subscription], [stream], [last_lsn], [last_round]) "
+            "VALUES (@subscription, @stream, @last_lsn, @last_round);"
+        )
+
+    def drop_table_sql(self, article: Article) -> list[str]:
+        table = self.table(article)
+        return [f"IF OBJECT_ID({self.literal(table)}, N'U') IS NOT NULL DROP TABLE {table}"]

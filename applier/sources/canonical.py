@@ -1,0 +1,134 @@
+"""The canonical change record (DESIGN.md) and its validation.
+
+One row per command. Images are JSON text of {column: canonical value} (applier.values);
+``key_before`` / ``key_after`` are the key as JSON arrays. ``validate_record`` turns one
+record from any reader into a canonical row or raises InputError naming the place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from applier.articles import Article
+from applier.errors import InputError
+from applier.values import ValueError_, dumps_image, key_text, validate_encoded
+
+CHANGE_FIELDS = (
+    "lsn", "xact_seqno", "command_id", "article", "op", "schema_version",
+    "before", "after", "changed", "key_before", "key_after",
+)
+CHANGE_SCHEMA = (
+    "lsn long, xact_seqno long, command_id int, article string, op string, schema_version int, "
+    "before string, after string, changed array<string>, key_before string, key_after string"
+)
+SNAPSHOT_SCHEMA = "article string, key string, image string"
+LSN_SHIFT = 20  # lsn = xact_seqno << 20 | command_id for generated streams
+
+
+def make_lsn(xact_seqno: int, command_id: int) -> int:
+    return (xact_seqno << LSN_SHIFT) | command_id
+
+
+def _image(article: Article, raw: Any, where: str, *, full: bool) -> dict[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{where}: expected an object of column values, got {type(raw).__name__}")
+    cols = {c.name: c for c in article.replicated}
+    unknown = [k for k in raw if k not in cols]
+    if unknown:
+        raise InputError(f"{where}: column {unknown[0]!r} is not a column of article {article.name}")
+    out: dict[str, Any] = {}
+    for k in article.key:
+        if k not in raw or raw[k] is None:
+            raise InputError(f"{where}: key column {k!r} is missing")
+    for name, col in cols.items():
+        if name not in raw:
+            if full and not col.nullable:
+                raise InputError(f"{where}: column {name!r} is missing (NOT NULL)")
+            if not full:
+                continue
+            out[name] = None
+            continue
+        try:
+            out[name] = validate_encoded(col, raw[name])
+        except ValueError_ as e:
+            raise InputError(f"{where}: {e}") from None
+    return out
+
+
+def validate_record(rec: Any, articles: Mapping[str, Article], place: str) -> tuple[Any, ...]:
+    """One decoded record -> canonical row tuple (CHANGE_FIELDS order), or InputError."""
+    if not isinstance(rec, Mapping):
+        raise InputError(f"{place}: expected a JSON object, got {type(rec).__name__}")
+
+    def need_int(name: str, default: Any = ...) -> int:
+        if name not in rec or rec[name] is None:
+            if default is not ...:
+                return int(default)
+            raise InputError(f"{place}: missing field {name!r}")
+        v = rec[name]
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise InputError(f"{place}: field {name!r} must be an integer, got {v!r}")
+        return v
+
+    lsn = need_int("lsn")
+    where = f"{place}: lsn {lsn}"
+    xact = need_int("xact_seqno")
+    cmd = need_int("command_id")
+    version = need_int("schema_version", 1)
+    name = rec.get("article")
+    if not isinstance(name, str):
+        raise InputError(f"{where}: missing field 'article'")
+    article = articles.get(name)
+    if article is None:
+        raise InputError(f"{where}: unknown article {name!r} (known: {', '.join(sorted(articles))})")
+    op = rec.get("op")
+    if op not in ("I", "U", "D"):
+        raise InputError(f"{where}: op must be I, U or D, got {op!r}")
+    before = after = None
+    if op in ("U", "D"):
+        if rec.get("before") is None:
+            raise InputError(f"{where}: op {op} needs a before image")
+        before = _image(article, rec["before"], f"{where}: before", full=False)
+    if op in ("I", "U"):
+        if rec.get("after") is None:
+            raise InputError(f"{where}: op {op} needs an after image")
+        after = _image(article, rec["after"], f"{where}: after", full=True)
+    changed: list[str] = []
+    if op == "U":
+        assert before is not None and after is not None
+        raw_changed = rec.get("changed")
+        if raw_changed is None:
+            changed = [c for c in article.column_names if c not in before or before[c] != after[c]]
+        else:
+            if not isinstance(raw_changed, list) or not all(isinstance(c, str) for c in raw_changed):
+                raise InputError(f"{where}: 'changed' must be a list of column names")
+            bad = [c for c in raw_changed if c not in article.column_names]
+            if bad:
+                raise InputError(f"{where}: changed column {bad[0]!r} is not a column of {article.name}")
+            changed = list(raw_changed)
+        # A key column whose value differs is changed, whatever the record says.
+        for k in article.key:
+            if before[k] != after[k] and k not in changed:
+                changed.append(k)
+    elif op == "I":
+        changed = list(article.column_names)
+    return (
+        lsn, xact, cmd, name, op, version,
+        dumps_image(before) if before is not None else None,
+        dumps_image(after) if after is not None else None,
+        changed,
+        key_text(article, before) if before is not None else None,
+        key_text(article, after) if after is not None else None,
+    )
+
+
+def validate_snapshot_row(rec: Any, articles: Mapping[str, Article], place: str) -> tuple[str, str, str]:
+    if not isinstance(rec, Mapping):
+        raise InputError(f"{place}: expected a JSON object, got {type(rec).__name__}")
+    name = rec.get("article")
+    article = articles.get(name) if isinstance(name, str) else None
+    if article is None:
+        raise InputError(f"{place}: unknown article {name!r}")
+    image = _image(article, rec.get("image"), f"{place}: image", full=True)
+    return name, key_text(article, image), dumps_image(image)

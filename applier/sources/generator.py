@@ -1,0 +1,229 @@
+"""Seeded change-stream generator: workloads ``uniform`` and ``key-chains``.
+
+The key space is cut into LANES lanes; lane l owns the key numbers k with k % LANES == l
+and the transactions t with (t - 1) % LANES == l, so each lane can be generated on its own
+Spark task from (seed, lane) alone, yet every command is consistent with the state the
+earlier commands left (an update or delete always finds its row at the publisher). The
+result does not depend on the number of Spark executors.
+
+- uniform: inserts, non-key updates and deletes of random rows, plus key updates at
+  ``key_update_share``.
+- key-chains: the same, but key updates form chains k1 -> k2 -> ... of ``chain_length``
+  links, one link per transaction of the lane (the documented 1->2, 2->3 hazard).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from applier.articles import Article, Column
+from applier.errors import ConfigError
+from applier.settings import Workload
+from applier.sources.canonical import make_lsn
+from applier.values import dumps_image, encode, key_text
+
+LANES = 16
+_BASE_DATE = dt.datetime(2020, 1, 1)
+
+
+def key_values(article: Article, k: int) -> dict[str, Any]:
+    """Key number -> key column values (injective). Composite keys: (k // 8, k % 8 + 1, 1...)."""
+    cols = article.key_columns
+    raw = [k] if len(cols) == 1 else [k // 8, k % 8 + 1] + [1] * (len(cols) - 2)
+    return {c.name: encode(c, _from_int(c, v)) for c, v in zip(cols, raw, strict=True)}
+
+
+def _from_int(c: Column, v: int) -> Any:
+    kind = c.type.kind
+    if kind == "int":
+        return v
+    if kind == "decimal":
+        return v
+    if kind == "str":
+        return f"k{v}"
+    if kind == "uuid":
+        return uuid.UUID(int=v)
+    if kind == "bytes":
+        return v.to_bytes(8, "big")
+    if kind == "date":
+        return (_BASE_DATE + dt.timedelta(days=v)).date()
+    if kind == "datetime":
+        return _BASE_DATE + dt.timedelta(seconds=v)
+    raise ConfigError(f"cannot generate keys for column {c.name!r} of type {c.type}")
+
+
+def random_value(c: Column, rng: random.Random) -> Any:
+    """A random Python value that fits the column (then encoded)."""
+    if c.nullable and rng.random() < 0.1:
+        return None
+    t = c.type
+    kind = t.kind
+    if kind == "int":
+        lo, hi = t.int_range or (0, 10**6)
+        return rng.randint(max(lo, -(10**6)), min(hi, 10**6))
+    if kind == "bool":
+        return rng.random() < 0.5
+    if kind == "decimal":
+        scale = t.scale or 0
+        digits = min((t.precision or 18) - scale, 6)
+        return f"{rng.randint(-(10**digits) + 1, 10**digits - 1)}.{rng.randint(0, 10**scale - 1):0{scale}d}" \
+            if scale else str(rng.randint(-(10**digits) + 1, 10**digits - 1))
+    if kind == "float":
+        return round(rng.uniform(-1e6, 1e6), 6)
+    if kind == "str":
+        n = t.length if t.length and t.length > 0 else 64
+        size = rng.randint(1, min(n, 24))
+        # Mostly ASCII, some quotes, Unicode and separators: the values a binder must survive.
+        alphabet = "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ0123456789'\";--éßж中"
+        s = "".join(rng.choice(alphabet) for _ in range(size))
+        return s.ljust(n) if t.base in ("char", "nchar") else s
+    if kind == "uuid":
+        return uuid.UUID(int=rng.getrandbits(128))
+    if kind == "bytes":
+        n = t.length if t.length and t.length > 0 else 32
+        return bytes(rng.getrandbits(8) for _ in range(rng.randint(0, min(n, 16))))
+    if kind == "date":
+        return (_BASE_DATE + dt.timedelta(days=rng.randint(0, 3000))).date()
+    if kind == "datetime":
+        micro = rng.randint(0, 999) * 1000 if t.base == "datetime" else rng.randint(0, 999999)
+        if t.base == "smalldatetime":
+            micro = 0
+        base = _BASE_DATE + dt.timedelta(seconds=rng.randint(0, 10**8))
+        return base.replace(microsecond=micro) if t.base != "smalldatetime" else base.replace(second=0)
+    if kind == "time":
+        return dt.time(rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59), rng.randint(0, 999999))
+    raise ConfigError(f"cannot generate values for column {c.name!r} of type {t}")
+
+
+def random_row(article: Article, k: int, rng: random.Random) -> dict[str, Any]:
+    row = {c.name: encode(c, random_value(c, rng)) for c in article.replicated if c.name not in article.key}
+    row.update(key_values(article, k))
+    return {c: row[c] for c in article.column_names}
+
+
+@dataclass
+class _Table:
+    """The live rows of one article in one lane."""
+
+    rows: dict[int, dict[str, Any]]
+    keys: list[int]
+    pos: dict[int, int]
+    next_fresh: int
+
+    def add(self, k: int, row: dict[str, Any]) -> None:
+        self.rows[k] = row
+        self.pos[k] = len(self.keys)
+        self.keys.append(k)
+
+    def remove(self, k: int) -> dict[str, Any]:
+        i = self.pos.pop(k)
+        last = self.keys.pop()
+        if last != k:
+            self.keys[i] = last
+            self.pos[last] = i
+        return self.rows.pop(k)
+
+
+def lane_initial_keys(w: Workload, lane: int) -> range:
+    first = lane if lane > 0 else LANES
+    return range(first, w.initial_rows + 1, LANES)
+
+
+def generate_lane(articles: tuple[Article, ...], w: Workload, lane: int
+                  ) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    """Yield ("snapshot", (article, key, image)) then ("change", canonical row) for one lane."""
+    rng = random.Random(f"applier:{w.seed}:{lane}")
+    tables: dict[str, _Table] = {}
+    fresh0 = w.initial_rows + 1
+    fresh0 += (lane - fresh0) % LANES
+    for a in articles:
+        t = _Table({}, [], {}, fresh0)
+        for k in lane_initial_keys(w, lane):
+            row = random_row(a, k, rng)
+            t.add(k, row)
+            yield "snapshot", (a.name, key_text(a, row), dumps_image(row))
+        tables[a.name] = t
+    chains: list[tuple[str, int, int]] = []  # (article, current key number, links left)
+    p_key = w.key_update_share
+    for xact in range(lane + 1, w.transactions + 1, LANES):
+        touched_by_chain: set[tuple[str, int]] = set()
+        for cmd_id in range(1, w.commands_per_transaction + 1):
+            a = articles[rng.randrange(len(articles))]
+            t = tables[a.name]
+            r = rng.random()
+            lsn = make_lsn(xact, cmd_id)
+            if r < p_key and t.keys:
+                row = _key_update(a, t, w, rng, chains, touched_by_chain, xact)
+                if row is not None:
+                    yield "change", (lsn, xact, cmd_id, a.name, "U", 1, *row)
+                    continue
+            r2 = rng.random()
+            if not t.keys or r2 < 0.25:
+                k = t.next_fresh
+                t.next_fresh += LANES
+                after = random_row(a, k, rng)
+                t.add(k, after)
+                yield "change", (lsn, xact, cmd_id, a.name, "I", 1, None, dumps_image(after),
+                                 list(a.column_names), None, key_text(a, after))
+            elif r2 < 0.45 and len(t.keys) > 1:
+                k = t.keys[rng.randrange(len(t.keys))]
+                if any(c[0] == a.name and c[1] == k for c in chains):
+                    chains[:] = [c for c in chains if not (c[0] == a.name and c[1] == k)]
+                before = t.remove(k)
+                yield "change", (lsn, xact, cmd_id, a.name, "D", 1, dumps_image(before), None, [],
+                                 key_text(a, before), None)
+            else:
+                k = t.keys[rng.randrange(len(t.keys))]
+                before = t.rows[k]
+                after = dict(before)
+                candidates = [c for c in a.replicated if c.name not in a.key and not c.identity]
+                changed: list[str] = []
+                for c in rng.sample(candidates, min(len(candidates), rng.randint(1, 2))):
+                    after[c.name] = encode(c, random_value(c, rng))
+                    changed.append(c.name)
+                t.rows[k] = after
+                kt = key_text(a, before)
+                yield "change", (lsn, xact, cmd_id, a.name, "U", 1, dumps_image(before), dumps_image(after),
+                                 [n for n in a.column_names if n in changed], kt, kt)
+
+
+def _key_update(a: Article, t: _Table, w: Workload, rng: random.Random,
+                chains: list[tuple[str, int, int]], touched: set[tuple[str, int]], xact: int
+                ) -> tuple[Any, ...] | None:
+    """A key-changing update; for key-chains it continues a pending chain when it can."""
+    k: int | None = None
+    left = 1
+    if w.kind == "key-chains":
+        for i, (art, ck, links) in enumerate(chains):
+            if art == a.name and (art, ck) not in touched and ck in t.rows:
+                k, left = ck, links
+                del chains[i]
+                break
+        if k is None:
+            left = w.chain_length
+    if k is None:
+        k = t.keys[rng.randrange(len(t.keys))]
+        chains[:] = [c for c in chains if not (c[0] == a.name and c[1] == k)]
+    new_k = t.next_fresh
+    t.next_fresh += LANES
+    before = t.remove(k)
+    after = dict(before)
+    after.update(key_values(a, new_k))
+    changed = [c for c in a.key if before[c] != after[c]]
+    # Most key updates also change a non-key column, as applications do.
+    others = [c for c in a.replicated if c.name not in a.key and not c.identity]
+    if others and rng.random() < 0.5:
+        c = rng.choice(others)
+        after[c.name] = encode(c, random_value(c, rng))
+        changed.append(c.name)
+    t.add(new_k, after)
+    if w.kind == "key-chains" and left > 1:
+        chains.append((a.name, new_k, left - 1))
+        touched.add((a.name, new_k))
+    return (dumps_image(before), dumps_image(after), [n for n in a.column_names if n in changed],
+            key_text(a, before), key_text(a, after))

@@ -1,0 +1,201 @@
+"""SQL Server 2022 or PostgreSQL in a throwaway container, where a Docker engine is reachable.
+
+testcontainers (the ``docker`` extra) is imported only when a container is asked for. A
+machine without Docker gets :class:`~applier.errors.TargetError` with the plain reason, and
+tests skip with the reason :func:`docker_available` gives.
+
+SQL Server is reached through whichever SQL Server ODBC driver the machine has: Microsoft's
+"ODBC Driver 18/17 for SQL Server" (``Encrypt=no;TrustServerCertificate=yes``: the container
+has a self-signed certificate and Driver 18 encrypts by default) or FreeTDS
+(``TDS_Version=7.4``, the protocol of SQL Server 2012 and later).
+"""
+
+from __future__ import annotations
+
+import configparser
+import contextlib
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from applier.errors import TargetError
+
+SQLSERVER_IMAGE = "mcr.microsoft.com/mssql/server:2022-latest"
+POSTGRES_IMAGE = "postgres:15"
+DATABASE = "applier"
+# SQL Server's sa password must have 8+ characters from three of: upper, lower, digit, symbol.
+_SA_PASSWORD = os.environ.get("APPLIER_MSSQL_PASSWORD", "Applier#2022pw")
+_PG_PASSWORD = os.environ.get("APPLIER_PG_PASSWORD", "applier")
+
+_KINDS = {"sqlserver": "tsql", "mssql": "tsql", "tsql": "tsql", "postgres": "postgres", "postgresql": "postgres"}
+_MICROSOFT_RE = re.compile(r"^ODBC Driver (\d+) for SQL Server$")
+
+
+def docker_available() -> tuple[bool, str]:
+    """(True, "") where a Docker engine answers, else (False, the reason in plain words)."""
+    try:
+        import docker
+    except ImportError as e:
+        return False, f"the docker extra is not installed (pip install 'applier[docker]'): {e}"
+    try:
+        client = docker.from_env(timeout=5)  # type: ignore[attr-defined]
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except Exception as e:  # docker raises DockerException, requests errors, OSError...
+        return False, f"no Docker engine reachable (docker.from_env(): {_one_line(e)})"
+    return True, ""
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def _odbcinst_paths() -> list[Path]:
+    sysini = os.environ.get("ODBCSYSINI")
+    return [Path(sysini) / "odbcinst.ini"] if sysini else [Path("/etc/odbcinst.ini")]
+
+
+def _library_missing(driver: str) -> bool:
+    """True when odbcinst.ini names an absolute library path for driver that does not exist."""
+    for path in _odbcinst_paths():
+        ini = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            ini.read(path, encoding="utf-8")
+        except (OSError, configparser.Error):
+            continue
+        if ini.has_section(driver):
+            lib = ini.get(driver, "Driver", fallback="")
+            return bool(lib) and os.path.isabs(lib) and not os.path.exists(lib)
+    return False
+
+
+def sqlserver_odbc_driver() -> str | None:
+    """The best SQL Server ODBC driver installed: Microsoft's newest, else FreeTDS, else None."""
+    try:
+        import pyodbc
+    except ImportError:
+        return None
+    from applier.targets.odbc import ensure_odbc_env
+
+    ensure_odbc_env()  # the same driver registry the connections will use
+    names: list[str] = [str(n) for n in pyodbc.drivers() if not _library_missing(str(n))]
+    microsoft = sorted((int(m.group(1)), n) for n in names if (m := _MICROSOFT_RE.match(n)))
+    if microsoft:
+        return microsoft[-1][1]
+    for n in names:
+        if "freetds" in n.lower():
+            return n
+    return None
+
+
+def _braced(value: str) -> str:
+    """An ODBC connection-string value, braced when it holds ; { } or spaces."""
+    if re.search(r"[;{}\s=]", value):
+        return "{" + value.replace("}", "}}") + "}"
+    return value
+
+
+def sqlserver_connection_string(driver: str, host: str, port: int, database: str, user: str,
+                                password: str) -> str:
+    """A connection string with the options driver needs for a container's SQL Server."""
+    base = f"Driver={{{driver}}};Database={_braced(database)};Uid={_braced(user)};Pwd={_braced(password)};"
+    if "freetds" in driver.lower():
+        return f"{base}Server={host};Port={port};TDS_Version=7.4;ClientCharset=UTF-8;"
+    return f"{base}Server={host},{port};Encrypt=no;TrustServerCertificate=yes;"
+
+
+@dataclass
+class ContainerTarget:
+    """A started container: how to reach it over ODBC, and the dialect it speaks."""
+
+    kind: str
+    dialect_name: str
+    host: str
+    port: int
+    user: str
+    password: str
+    database: str
+    driver: str
+    container: Any = None
+
+    def odbc_connection_string(self, database: str | None = None) -> str:
+        db = database or self.database
+        if self.dialect_name == "tsql":
+            return sqlserver_connection_string(self.driver, self.host, self.port, db, self.user, self.password)
+        return (f"Driver={{{self.driver}}};Server={self.host};Port={self.port};Database={_braced(db)};"
+                f"Uid={_braced(self.user)};Pwd={_braced(self.password)};")
+
+
+def _require_docker() -> None:
+    ok, reason = docker_available()
+    if not ok:
+        raise TargetError(reason)
+
+
+def _testcontainers(module: str) -> Any:
+    try:
+        return __import__(f"testcontainers.community.{module}", fromlist=["_"])
+    except ImportError:
+        try:
+            return __import__(f"testcontainers.{module}", fromlist=["_"])
+        except ImportError as e:
+            raise TargetError(f"testcontainers is not installed (pip install 'applier[docker]'): {e}") from None
+
+
+def _start_sqlserver() -> ContainerTarget:
+    driver = sqlserver_odbc_driver()
+    if driver is None:
+        raise TargetError("no SQL Server ODBC driver installed (looked for 'ODBC Driver 18/17 for SQL Server' "
+                          "and FreeTDS in pyodbc.drivers()); install msodbcsql18 or tdsodbc")
+    mod = _testcontainers("mssql")
+    c = mod.SqlServerContainer(SQLSERVER_IMAGE, password=_SA_PASSWORD, dbname="master")
+    c.start()  # waits until sqlcmd inside the container answers
+    try:
+        # The sqlcmd of the image (mssql-tools18 in 2022 images; -C trusts its certificate).
+        res = c.exec(["bash", "-c", "/opt/mssql-tools*/bin/sqlcmd -C -b -U sa -P \"$SA_PASSWORD\" -Q "
+                      f"\"IF DB_ID(N'{DATABASE}') IS NULL CREATE DATABASE [{DATABASE}]\""])
+        if res.exit_code != 0:
+            out = res.output.decode(errors="replace") if isinstance(res.output, bytes) else str(res.output)
+            raise TargetError(f"creating database {DATABASE} in the SQL Server container failed: {out.strip()}")
+        return ContainerTarget("sqlserver", "tsql", c.get_container_host_ip(), int(c.get_exposed_port(1433)),
+                               "sa", _SA_PASSWORD, DATABASE, driver, c)
+    except BaseException:
+        c.stop()
+        raise
+
+
+def _start_postgres() -> ContainerTarget:
+    mod = _testcontainers("postgres")
+    c = mod.PostgresContainer(POSTGRES_IMAGE, username="applier", password=_PG_PASSWORD, dbname=DATABASE)
+    c.start()
+    return ContainerTarget("postgres", "postgres", c.get_container_host_ip(), int(c.get_exposed_port(5432)),
+                           "applier", _PG_PASSWORD, DATABASE, "PostgreSQL Unicode", c)
+
+
+@contextlib.contextmanager
+def container_target(kind: str) -> Iterator[ContainerTarget]:
+    """Start a SQL Server ("sqlserver") or PostgreSQL ("postgres") container; stop it after.
+
+    Raises TargetError with the plain reason when Docker, testcontainers or (for SQL Server)
+    an ODBC driver is missing, or when the container cannot start.
+    """
+    dialect = _KINDS.get(kind.lower())
+    if dialect is None:
+        raise TargetError(f"unknown container kind {kind!r} (sqlserver, postgres)")
+    _require_docker()
+    try:
+        target = _start_sqlserver() if dialect == "tsql" else _start_postgres()
+    except TargetError:
+        raise
+    except Exception as e:
+        raise TargetError(f"starting the {kind} container failed: {_one_line(e)}") from None
+    try:
+        yield target
+    finally:
+        with contextlib.suppress(Exception):
+            target.container.stop()

@@ -1,0 +1,54 @@
+"""Read the subscriber's rows back, normalised to the canonical image encoding.
+
+Each article is read by its own Spark task with its own connection (fetchmany in chunks),
+so the table never passes through the driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from applier.apply.connection import connect
+from applier.articles import Article
+from applier.dialects import DIALECTS
+from applier.sources.canonical import SNAPSHOT_SCHEMA
+from applier.targets.odbc import Target
+from applier.values import dumps_image, encode, key_text
+
+_ARROW = pa.schema([("article", pa.string()), ("key", pa.string()), ("image", pa.string())])
+
+
+def read_target(spark: SparkSession, target: Target, articles: Sequence[Article]) -> DataFrame:
+    cs, dname = target.connection_string, target.dialect_name
+    by_name = {a.name: a for a in articles}
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        dialect = DIALECTS[dname]()
+        conn = connect(cs, dialect, lock_timeout_ms=30000)
+        try:
+            for b in batches:
+                for name in b.column("article").to_pylist():
+                    a = by_name[name]
+                    cols = a.replicated
+                    cur = conn.cursor()
+                    cur.execute(dialect.select_rows_sql(a))
+                    while True:
+                        rows = cur.fetchmany(10000)
+                        if not rows:
+                            break
+                        keys, images = [], []
+                        for r in rows:
+                            img = {c.name: encode(c, v) for c, v in zip(cols, r, strict=True)}
+                            keys.append(key_text(a, img))
+                            images.append(dumps_image(img))
+                        yield pa.RecordBatch.from_arrays(
+                            [pa.array([name] * len(keys)), pa.array(keys), pa.array(images)], schema=_ARROW)
+            conn.commit()
+        finally:
+            conn.close()
+
+    names = spark.createDataFrame([(a.name,) for a in articles], "article string")
+    return names.repartition(max(1, len(articles))).mapInArrow(read, SNAPSHOT_SCHEMA)
