@@ -40,6 +40,8 @@ def docker_available() -> tuple[bool, str]:
         import docker
     except ImportError as e:
         return False, f"the docker extra is not installed (pip install 'applier[docker]'): {e}"
+    if not hasattr(docker, "from_env"):  # a folder named docker/ on sys.path, not docker-py
+        return False, "the docker extra is not installed (pip install 'applier[docker]')"
     try:
         client = docker.from_env(timeout=5)  # type: ignore[attr-defined]
         try:

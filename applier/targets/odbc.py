@@ -67,7 +67,13 @@ def dialect_for(cs: str) -> Dialect:
 
 
 def project_odbcsysini() -> str | None:
-    """The project's own odbcinst.ini folder (ci/), used unless ODBCSYSINI is already set."""
+    """The project's own odbcinst.ini folder, used unless ODBCSYSINI is already set: the one
+    set-up wrote into the virtual environment, else ci/ of the source tree."""
+    import sys
+
+    venv = Path(sys.prefix) / "etc" / "odbc"
+    if (venv / "odbcinst.ini").exists():
+        return str(venv)
     here = Path(__file__).resolve()
     for parent in here.parents:
         cand = parent / "ci" / "odbcinst.ini"

@@ -1,0 +1,30 @@
+# applier: one command for each daily task. `make help` lists them.
+VENV ?= .venv
+BIN := $(VENV)/bin
+OUT ?= out
+
+.DEFAULT_GOAL := help
+.PHONY: help setup demo test test-unit lint bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+setup: ## install what is missing: apt packages, .venv with applier and test extras (idempotent)
+	@bash ci/setup.sh
+
+demo: setup ## run the main job: a multi-stream apply against an embedded PostgreSQL
+	$(BIN)/applier run --report $(OUT)/demo-report.json
+
+test: setup ## run the tests (unit + integration on embedded PostgreSQL and local Spark)
+	$(BIN)/pytest
+
+test-unit: setup ## run the unit tests only (no database, no Spark)
+	$(BIN)/pytest tests/unit
+
+lint: setup ## ruff and mypy
+	$(BIN)/ruff check applier tests
+	$(BIN)/ruff format --check applier tests
+	$(BIN)/mypy
+
+clean: ## remove the virtual environment and outputs
+	rm -rf $(VENV) $(OUT) .pytest_cache .mypy_cache .ruff_cache

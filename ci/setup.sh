@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Idempotent set-up on a fresh Debian machine: apt packages applier needs, a virtual
+# environment with the project and its test extras, and the project's own odbcinst.ini.
+# Safe to run again: it installs only what is missing or changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=${VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+
+# -- system packages -------------------------------------------------------------------
+# unixodbc + odbc-postgresql: the ODBC manager and psqlODBC; tdsodbc: FreeTDS for SQL Server;
+# postgresql: server binaries for the embedded subscriber; a Java runtime for Spark.
+pkgs=(unixodbc odbc-postgresql tdsodbc postgresql)
+command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "setup: installing ${missing[*]}"
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then
+        command -v sudo >/dev/null || { echo "setup: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+        SUDO=sudo
+    fi
+    $SUDO apt-get update -qq
+    # policy-rc.d keeps Debian's postgresql package from starting a system cluster we don't use.
+    DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# -- virtual environment -----------------------------------------------------------------
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "setup: creating $VENV"
+    "$PYTHON" -m venv "$VENV"
+fi
+stamp="$VENV/.applier-installed"
+want=$(cat pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    echo "setup: installing applier and its test extras into $VENV"
+    "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
+    "$VENV/bin/python" -m pip install -q -e ".[test,dev]"
+    echo "$want" > "$stamp"
+fi
+
+# -- ODBC driver registry owned by the project ---------------------------------------------
+# Debian's /etc/odbcinst.ini sets CommLog=1 (a log file per process under /tmp); ours does not.
+arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+odbc_dir="$VENV/etc/odbc"
+mkdir -p "$odbc_dir"
+sed "s#/usr/lib/x86_64-linux-gnu/#/usr/lib/$arch/#g" ci/odbcinst.ini > "$odbc_dir/odbcinst.ini.new"
+mv "$odbc_dir/odbcinst.ini.new" "$odbc_dir/odbcinst.ini"
+echo "setup: ready ($VENV, ODBCSYSINI=$odbc_dir)"
