@@ -17,7 +17,9 @@ from applier.settings import Config, ErrorPolicy, RunSettings, Workload, demo_co
 
 
 def _add_settings(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", "--articles", dest="config", help="TOML/YAML file with [run], [workload], [[articles]]")
+    p.add_argument(
+        "--config", "--articles", dest="config", help="TOML/YAML file with [run], [workload], [[articles]]"
+    )
     g = p.add_argument_group("workload (generated change stream)")
     g.add_argument("--workload", choices=["uniform", "key-chains"])
     g.add_argument("--initial-rows", type=int)
@@ -41,9 +43,15 @@ def _add_run(p: argparse.ArgumentParser) -> None:
 def _config(a: argparse.Namespace) -> Config:
     cfg = load_config(a.config) if a.config else demo_config()
     w: dict[str, Any] = {}
-    for f, attr in (("kind", "workload"), ("initial_rows", "initial_rows"), ("transactions", "transactions"),
-                    ("commands_per_transaction", "commands_per_transaction"),
-                    ("key_update_share", "key_update_share"), ("chain_length", "chain_length"), ("seed", "seed")):
+    for f, attr in (
+        ("kind", "workload"),
+        ("initial_rows", "initial_rows"),
+        ("transactions", "transactions"),
+        ("commands_per_transaction", "commands_per_transaction"),
+        ("key_update_share", "key_update_share"),
+        ("chain_length", "chain_length"),
+        ("seed", "seed"),
+    ):
         v = getattr(a, attr, None)
         if v is not None:
             w[f] = v
@@ -76,8 +84,15 @@ def cmd_run(a: argparse.Namespace) -> int:
     with open_target(a.target, keep=a.keep) as target:
         console.print(f"target: {target.description}")
         spark = spark_session(config.run.streams)
-        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                      TimeElapsedColumn(), console=console, transient=True, disable=a.quiet) as bar:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            disable=a.quiet,
+        ) as bar:
             task = bar.add_task("apply rounds", total=None)
 
             def progress(stage: str, done: int, total: int) -> None:
@@ -87,9 +102,17 @@ def cmd_run(a: argparse.Namespace) -> int:
                 if not a.quiet:
                     console.print(f"[dim]- {text}[/]")
 
-            result = pipeline.run(spark, config, target, changes=a.changes, snapshot=a.snapshot,
-                                  work_dir=a.work_dir, custom_sql=[Path(p) for p in a.custom_sql or []],
-                                  progress=progress, on_phase=phase)
+            result = pipeline.run(
+                spark,
+                config,
+                target,
+                changes=a.changes,
+                snapshot=a.snapshot,
+                work_dir=a.work_dir,
+                custom_sql=[Path(p) for p in a.custom_sql or []],
+                progress=progress,
+                on_phase=phase,
+            )
         report = report_dict(result, config, target.description)
         print_summary(report, console)
         if a.report:
@@ -136,19 +159,29 @@ def cmd_procs(a: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="applier", description="Multi-connection apply tester for replication subscribers")
+    p = argparse.ArgumentParser(
+        prog="applier", description="Multi-connection apply tester for replication subscribers"
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="command")
     r = sub.add_parser("run", help="apply a change stream with N streams and verify the subscriber (default)")
     _add_settings(r)
     _add_run(r)
-    r.add_argument("--target", help="embedded (default) | mssql | postgres-container | an ODBC connection string")
-    r.add_argument("--changes", help="canonical change file or directory (JSON Lines or Parquet); default: generate")
+    r.add_argument(
+        "--target", help="embedded (default) | mssql | postgres-container | an ODBC connection string"
+    )
+    r.add_argument(
+        "--changes", help="canonical change file or directory (JSON Lines or Parquet); default: generate"
+    )
     r.add_argument("--snapshot", help="initial snapshot (JSON Lines of {article, image}) for --changes")
-    r.add_argument("--custom-sql", action="append", help="SQL file of custom procedures to install (repeatable)")
+    r.add_argument(
+        "--custom-sql", action="append", help="SQL file of custom procedures to install (repeatable)"
+    )
     r.add_argument("--report", help="write the JSON report here")
     r.add_argument("--work-dir", help="where intermediate files go (default: a temporary directory)")
-    r.add_argument("--keep", action="store_true", help="leave the embedded PostgreSQL running and print how to reach it")
+    r.add_argument(
+        "--keep", action="store_true", help="leave the embedded PostgreSQL running and print how to reach it"
+    )
     r.add_argument("--quiet", "-q", action="store_true")
     r.set_defaults(func=cmd_run)
     g = sub.add_parser("generate", help="write a generated change stream as canonical files")
@@ -171,8 +204,10 @@ def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     if a.command is None:
         a = parser().parse_args(["run", *argv])
-    logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if a.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     try:
         return int(a.func(a))
     except ApplierError as e:

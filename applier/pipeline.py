@@ -48,15 +48,17 @@ class RunResult:
         return 0 if self.verdict.verdict == "converged" else 1
 
 
-def load_changes(spark: SparkSession, config: Config, changes: str | Path | None,
-                 snapshot: str | Path | None) -> ChangeSet:
+def load_changes(
+    spark: SparkSession, config: Config, changes: str | Path | None, snapshot: str | Path | None
+) -> ChangeSet:
     if changes is None:
         return generate(spark, config)
     return read_changes(spark, config, changes, snapshot)
 
 
-def _poll_progress(target: Target, subscription: str, total: int, progress: Progress,
-                   stop: threading.Event) -> None:
+def _poll_progress(
+    target: Target, subscription: str, total: int, progress: Progress, stop: threading.Event
+) -> None:
     """Rounds committed, read from the progress table (the agent's own watermark)."""
     try:
         dialect = target.dialect
@@ -65,8 +67,10 @@ def _poll_progress(target: Target, subscription: str, total: int, progress: Prog
         return
     try:
         cur = conn.cursor()
-        sql = f"SELECT max({dialect.quote('last_round')}) FROM {dialect.progress_table()} " \
-              f"WHERE {dialect.quote('subscription')} = ?"
+        sql = (
+            f"SELECT max({dialect.quote('last_round')}) FROM {dialect.progress_table()} "
+            f"WHERE {dialect.quote('subscription')} = ?"
+        )
         while not stop.wait(0.5):
             try:
                 v = cur.execute(sql, subscription).fetchone()[0]
@@ -78,22 +82,38 @@ def _poll_progress(target: Target, subscription: str, total: int, progress: Prog
         conn.close()
 
 
-def summarize(events: DataFrame, job: AgentJob, commands: int, transactions: int,
-              apply_seconds: float) -> dict[str, Any]:
-    outcomes = {r["outcome"]: int(r["count"]) for r in
-                events.where("kind = 'command'").groupBy("outcome").count().collect()}
-    conflicts = {r["class"]: int(r["count"]) for r in
-                 events.where("kind = 'conflict'").groupBy("class").count().collect()}
-    rounds = {r["outcome"]: int(r["count"]) for r in
-              events.where("kind = 'round'").groupBy("outcome").count().collect()}
-    logs = [r["message"] + f" (round {r['round']}: {r['class']})" for r in
-            events.where("kind = 'log'").orderBy("round").limit(50).collect()]
+def summarize(
+    events: DataFrame, job: AgentJob, commands: int, transactions: int, apply_seconds: float
+) -> dict[str, Any]:
+    outcomes = {
+        r["outcome"]: int(r["count"])
+        for r in events.where("kind = 'command'").groupBy("outcome").count().collect()
+    }
+    conflicts = {
+        r["class"]: int(r["count"])
+        for r in events.where("kind = 'conflict'").groupBy("class").count().collect()
+    }
+    rounds = {
+        r["outcome"]: int(r["count"])
+        for r in events.where("kind = 'round'").groupBy("outcome").count().collect()
+    }
+    logs = [
+        r["message"] + f" (round {r['round']}: {r['class']})"
+        for r in events.where("kind = 'log'").orderBy("round").limit(50).collect()
+    ]
     streams = [
-        {"stream": r["stream"], "commands": r["n"], "seconds": round(r["seconds"], 3), **json.loads(r["message"])}
+        {
+            "stream": r["stream"],
+            "commands": r["n"],
+            "seconds": round(r["seconds"], 3),
+            **json.loads(r["message"]),
+        }
         for r in events.where("kind = 'stream'").orderBy("stream").collect()
     ]
-    by_class = {c: conflicts.get(c, 0) for c in
-                ("row_not_found", "duplicate_key", "lock_timeout", "deadlock", "foreign_key", "other")}
+    by_class = {
+        c: conflicts.get(c, 0)
+        for c in ("row_not_found", "duplicate_key", "lock_timeout", "deadlock", "foreign_key", "other")
+    }
     by_class.update({k: v for k, v in conflicts.items() if k not in by_class})
     applied = outcomes.get("applied", 0) + outcomes.get("reapplied", 0)
     return {
@@ -115,10 +135,18 @@ def summarize(events: DataFrame, job: AgentJob, commands: int, transactions: int
     }
 
 
-def run(spark: SparkSession, config: Config, target: Target, *, changes: str | Path | None = None,
-        snapshot: str | Path | None = None, work_dir: str | Path | None = None,
-        custom_sql: Sequence[Path] = (), progress: Progress | None = None,
-        on_phase: Callable[[str], None] | None = None) -> RunResult:
+def run(
+    spark: SparkSession,
+    config: Config,
+    target: Target,
+    *,
+    changes: str | Path | None = None,
+    snapshot: str | Path | None = None,
+    work_dir: str | Path | None = None,
+    custom_sql: Sequence[Path] = (),
+    progress: Progress | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> RunResult:
     progress = progress or (lambda *_: None)
     say = on_phase or (lambda _: None)
     rs = config.run
@@ -144,12 +172,21 @@ def run(spark: SparkSession, config: Config, target: Target, *, changes: str | P
         commands, transactions = int(stats["c"]), int(stats["x"])
         phases["plan"] = time.perf_counter() - t
 
-        job = AgentJob(target.connection_string, target.dialect_name, config.articles, rs.subscription,
-                       rs.streams, n_rounds, rs.lock_timeout_ms, rs.error_policy)
+        job = AgentJob(
+            target.connection_string,
+            target.dialect_name,
+            config.articles,
+            rs.subscription,
+            rs.streams,
+            n_rounds,
+            rs.lock_timeout_ms,
+            rs.error_policy,
+        )
         say(f"applying {commands} commands in {n_rounds} rounds on {rs.streams} streams")
         stop = threading.Event()
-        poller = threading.Thread(target=_poll_progress, args=(target, rs.subscription, n_rounds, progress, stop),
-                                  daemon=True)
+        poller = threading.Thread(
+            target=_poll_progress, args=(target, rs.subscription, n_rounds, progress, stop), daemon=True
+        )
         poller.start()
         t = time.perf_counter()
         try:
@@ -183,4 +220,3 @@ def run(spark: SparkSession, config: Config, target: Target, *, changes: str | P
     finally:
         if own_dir:
             shutil.rmtree(wd, ignore_errors=True)
-

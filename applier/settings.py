@@ -143,8 +143,14 @@ def article_to_dict(a: Article) -> dict[str, Any]:
         "schema": a.schema,
         "table": a.table,
         "columns": [
-            {"name": c.name, "type": str(c.type), "nullable": c.nullable, "identity": c.identity,
-             "key": c.name in a.key, "computed": c.computed}
+            {
+                "name": c.name,
+                "type": str(c.type),
+                "nullable": c.nullable,
+                "identity": c.identity,
+                "key": c.name in a.key,
+                "computed": c.computed,
+            }
             for c in a.columns
         ],
         "key": list(a.key),
@@ -163,8 +169,9 @@ class _Path:
         return ConfigError(f"{self.file}: {where}: {why}")
 
 
-def _take(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], p: _Path, where: str,
-          default: Any = ...) -> Any:
+def _take(
+    d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], p: _Path, where: str, default: Any = ...
+) -> Any:
     if key not in d:
         if default is ...:
             raise p.err(where, f"missing required key {key!r}")
@@ -186,7 +193,9 @@ def _no_extra(d: Mapping[str, Any], allowed: set[str], p: _Path, where: str) -> 
 def parse_article(d: Any, p: _Path, where: str) -> Article:
     if not isinstance(d, Mapping):
         raise p.err(where, "expected a table of article settings")
-    _no_extra(d, {"schema", "table", "name", "columns", "key", "insert", "update", "delete", "filter"}, p, where)
+    _no_extra(
+        d, {"schema", "table", "name", "columns", "key", "insert", "update", "delete", "filter"}, p, where
+    )
     if "name" in d:
         name = _take(d, "name", str, p, where)
         if "." not in name:
@@ -211,9 +220,15 @@ def parse_article(d: Any, p: _Path, where: str) -> Article:
         is_key = _take(c, "key", bool, p, cw, False)
         if is_key:
             keys.append(cname)
-        columns.append(Column(cname, ctype, nullable=_take(c, "nullable", bool, p, cw, not is_key),
-                              identity=_take(c, "identity", bool, p, cw, False),
-                              computed=_take(c, "computed", bool, p, cw, False)))
+        columns.append(
+            Column(
+                cname,
+                ctype,
+                nullable=_take(c, "nullable", bool, p, cw, not is_key),
+                identity=_take(c, "identity", bool, p, cw, False),
+                computed=_take(c, "computed", bool, p, cw, False),
+            )
+        )
     if "key" in d:
         klist = _take(d, "key", list, p, where)
         if not all(isinstance(k, str) for k in klist):
@@ -227,8 +242,9 @@ def parse_article(d: Any, p: _Path, where: str) -> Article:
             except ConfigError as e:
                 raise p.err(f"{where}.{op}", str(e)) from None
     try:
-        return Article(schema, table, tuple(columns), tuple(keys),
-                       filter=_take(d, "filter", str, p, where, None), **kw)
+        return Article(
+            schema, table, tuple(columns), tuple(keys), filter=_take(d, "filter", str, p, where, None), **kw
+        )
     except ConfigError as e:
         raise p.err(where, str(e)) from None
 
@@ -276,8 +292,9 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
             raise p.err("articles", f"duplicate article(s) {sorted(dups)}")
     else:
         articles = demo_articles()
-    run = _dataclass_from(RunSettings, data.get("run", {}), p, "run",
-                          {"error_policy": lambda v: ErrorPolicy.parse(str(v))})
+    run = _dataclass_from(
+        RunSettings, data.get("run", {}), p, "run", {"error_policy": lambda v: ErrorPolicy.parse(str(v))}
+    )
     workload = _dataclass_from(Workload, data.get("workload", {}), p, "workload")
     validate_workload(workload, p)
     return Config(articles, run, workload, source)
@@ -347,4 +364,3 @@ def demo_articles() -> tuple[Article, ...]:
 
 def demo_config() -> Config:
     return Config(demo_articles())
-

@@ -13,6 +13,7 @@ N to 1" — retrying transient errors with tenacity; the next round resumes with
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -112,10 +113,8 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
         def reconnect_if_lost(f: Failure | None) -> None:
             nonlocal conn
             if f is not None and f.connection_lost:
-                try:
+                with contextlib.suppress(Exception):  # already gone
                     conn.close()
-                except Exception:  # noqa: BLE001 - the connection is already gone
-                    pass
                 conn = connect(job.connection_string, dialect, job.lock_timeout_ms)
                 sender.conn = conn
 
@@ -145,11 +144,26 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
                 if failure is None and share:
                     failure = sender.send([], [progress_call(s, share, r)])
             if failure is not None:
-                ev.add("conflict", lsn=failure.lsn, stream=s, round_=r, cls=failure.cls, code=failure.code,
-                       message=failure.message)
+                ev.add(
+                    "conflict",
+                    lsn=failure.lsn,
+                    stream=s,
+                    round_=r,
+                    cls=failure.cls,
+                    code=failure.code,
+                    message=failure.message,
+                )
             for row, f in skipped:
-                ev.add("conflict", lsn=row["lsn"], stream=s, round_=r, cls=f.cls, code=f.code,
-                       message=f.message, outcome="skipped")
+                ev.add(
+                    "conflict",
+                    lsn=row["lsn"],
+                    stream=s,
+                    round_=r,
+                    cls=f.cls,
+                    code=f.code,
+                    message=f.message,
+                    outcome="skipped",
+                )
             t_wait = time.perf_counter()
             gathered = rdv.all_gather(json.dumps(failure.to_json() if failure else None))
             wait_s += time.perf_counter() - t_wait
@@ -166,15 +180,14 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
                 rdv.barrier()  # everyone committed before anyone starts the next round
                 wait_s += time.perf_counter() - t_wait
                 if s == 0:
-                    ev.add("round", round_=r, outcome="parallel", n=None,
-                           seconds=time.perf_counter() - t_round)
+                    ev.add(
+                        "round", round_=r, outcome="parallel", n=None, seconds=time.perf_counter() - t_round
+                    )
                 yield from ev.drain()
                 continue
             # -- reset to one stream --------------------------------------------------
-            try:
+            with contextlib.suppress(Exception):  # a lost connection cannot roll back; the server did
                 conn.rollback()
-            except Exception:  # noqa: BLE001 - a lost connection cannot roll back; the server did
-                pass
             reconnect_if_lost(failure)
             mine = failure.lsn if failure is not None else None
             for row in share:
@@ -182,47 +195,81 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
                     ev.command(row, "conflict", cls=failure.cls, code=failure.code, message=failure.message)
                 else:
                     ev.command(row, "rolled_back")
-            slim = [{k: row[k] for k in ("lsn", "xact_seqno", "article", "op", "before", "after", "changed",
-                                         "key_before", "key_after", "stream", "round")} for row in share]
+            slim = [
+                {
+                    k: row[k]
+                    for k in (
+                        "lsn",
+                        "xact_seqno",
+                        "article",
+                        "op",
+                        "before",
+                        "after",
+                        "changed",
+                        "key_before",
+                        "key_after",
+                        "stream",
+                        "round",
+                    )
+                }
+                for row in share
+            ]
             shares = rdv.all_gather(json.dumps(slim))
             result: dict[str, Any] | None = None
             if s == 0:
                 message = RESET_LOG.format(n=job.streams)
-                log.warning("%s (round %d: %s)", message, r,
-                            ", ".join(f"stream {f.stream} {f.cls}" for f in failures))
+                log.warning(
+                    "%s (round %d: %s)", message, r, ", ".join(f"stream {f.stream} {f.cls}" for f in failures)
+                )
                 merged = sorted((row for sh in shares for row in json.loads(sh)), key=lambda x: x["lsn"])
                 result = _reapply(sender, merged, job, r, skip, ev)
                 reconnect_if_lost(None)
                 ev.add("log", round_=r, message=message, cls=",".join(sorted({f.cls for f in failures})))
-                ev.add("round", round_=r, outcome="fatal" if result["fatal"] else "reset",
-                       cls=",".join(sorted({f.cls for f in failures})), n=len(merged),
-                       seconds=time.perf_counter() - t_round)
+                ev.add(
+                    "round",
+                    round_=r,
+                    outcome="fatal" if result["fatal"] else "reset",
+                    cls=",".join(sorted({f.cls for f in failures})),
+                    n=len(merged),
+                    seconds=time.perf_counter() - t_round,
+                )
             outcome = rdv.all_gather(json.dumps(result))
             fatal = bool(json.loads(outcome[0])["fatal"])
             yield from ev.drain()
         rdv.close()
-        try:
+        with contextlib.suppress(Exception):  # already gone
             conn.close()
-        except Exception:  # noqa: BLE001
-            pass
-        ev.add("stream", stream=s, n=n_cmds, seconds=time.perf_counter() - t_start,
-               message=json.dumps({"sql_seconds": round(sender.sql_seconds, 4), "barrier_wait_seconds":
-                                   round(wait_s, 4), "round_trips": sender.round_trips}))
+        ev.add(
+            "stream",
+            stream=s,
+            n=n_cmds,
+            seconds=time.perf_counter() - t_start,
+            message=json.dumps(
+                {
+                    "sql_seconds": round(sender.sql_seconds, 4),
+                    "barrier_wait_seconds": round(wait_s, 4),
+                    "round_trips": sender.round_trips,
+                }
+            ),
+        )
         yield from ev.drain()
 
     return run
 
 
-def _reapply(sender: Sender, merged: list[Row], job: AgentJob, r: int,
-             skip: Callable[[Failure], bool], ev: Events) -> dict[str, Any]:
+def _reapply(
+    sender: Sender, merged: list[Row], job: AgentJob, r: int, skip: Callable[[Failure], bool], ev: Events
+) -> dict[str, Any]:
     """Stream 0 applies the whole round in commit order on its one connection."""
     calls = sender.calls(merged)
     by_stream: dict[int, list[Row]] = {}
     for row in merged:
         by_stream.setdefault(row["stream"], []).append(row)
     upsert = sender.dialect.progress_upsert_sql()
-    tail = [Call(upsert, (job.subscription, st, max(x["lsn"] for x in rows), r))
-            for st, rows in sorted(by_stream.items())]
+    tail = [
+        Call(upsert, (job.subscription, st, max(x["lsn"] for x in rows), r))
+        for st, rows in sorted(by_stream.items())
+    ]
 
     class _Transient(Exception):
         pass
@@ -244,8 +291,14 @@ def _reapply(sender: Sender, merged: list[Row], job: AgentJob, r: int,
     try:
         skipped, failure = retrying(attempt)
     except _Transient as e:
-        failure = Failure("deadlock", "", f"transient errors persisted after {job.retry.attempts} attempts: {e}",
-                          None, 0, True)
+        failure = Failure(
+            "deadlock",
+            "",
+            f"transient errors persisted after {job.retry.attempts} attempts: {e}",
+            None,
+            0,
+            True,
+        )
         skipped = []
     if failure is None:
         sender.conn.commit()
@@ -271,8 +324,13 @@ def _reapply(sender: Sender, merged: list[Row], job: AgentJob, r: int,
 def route_values(spark: SparkSession, n: int) -> dict[int, int]:
     """For each stream s, a long v with pmod(hash(v), n) == s: repartition(n, v) then puts
     stream s in partition s (Spark's hash partitioning is that same Murmur3 hash)."""
-    rows = (spark.range(0, 64 * n + 1024).select("id", F.expr(f"pmod(hash(id), {n})").alias("b"))
-            .groupBy("b").agg(F.min("id").alias("v")).collect())
+    rows = (
+        spark.range(0, 64 * n + 1024)
+        .select("id", F.expr(f"pmod(hash(id), {n})").alias("b"))
+        .groupBy("b")
+        .agg(F.min("id").alias("v"))
+        .collect()
+    )
     route = {int(r["b"]): int(r["v"]) for r in rows}
     if len(route) != n:
         raise RuntimeError(f"could not route {n} streams to partitions")
@@ -285,14 +343,32 @@ def run_agent(spark: SparkSession, planned: DataFrame, job: AgentJob, out_path: 
     if slots < job.streams:
         from applier.errors import ConfigError
 
-        raise ConfigError(f"{job.streams} streams need {job.streams} task slots; this Spark has {slots} "
-                          f"(use local[{job.streams}] or more executors)")
+        raise ConfigError(
+            f"{job.streams} streams need {job.streams} task slots; this Spark has {slots} "
+            f"(use local[{job.streams}] or more executors)"
+        )
     route = route_values(spark, job.streams)
     mapping = F.create_map(*[x for s, v in sorted(route.items()) for x in (F.lit(s), F.lit(v).cast("long"))])
-    cols = ["lsn", "xact_seqno", "article", "op", "before", "after", "changed", "key_before", "key_after",
-            "stream", "round"]
-    routed = (planned.select(*cols).withColumn("_route", mapping[F.col("stream")])
-              .repartition(job.streams, "_route").sortWithinPartitions("lsn").drop("_route"))
+    cols = [
+        "lsn",
+        "xact_seqno",
+        "article",
+        "op",
+        "before",
+        "after",
+        "changed",
+        "key_before",
+        "key_after",
+        "stream",
+        "round",
+    ]
+    routed = (
+        planned.select(*cols)
+        .withColumn("_route", mapping[F.col("stream")])
+        .repartition(job.streams, "_route")
+        .sortWithinPartitions("lsn")
+        .drop("_route")
+    )
     events = routed.mapInArrow(stream_task(job), EVENT_SCHEMA, barrier=True)
     events.write.mode("overwrite").parquet(out_path)
     return spark.read.parquet(out_path)

@@ -45,8 +45,9 @@ def _connect_transient(exc: BaseException) -> bool:
     return state.startswith("08") or state in ("HYT00", "57P03")
 
 
-def connect(connection_string: str, dialect: Dialect, lock_timeout_ms: int,
-            policy: RetryPolicy = CONNECT) -> Any:
+def connect(
+    connection_string: str, dialect: Dialect, lock_timeout_ms: int, policy: RetryPolicy = CONNECT
+) -> Any:
     """A pyodbc connection, autocommit off, with the dialect's session set-up applied."""
     import pyodbc
 

@@ -18,12 +18,23 @@ EVENT_SCHEMA = (
     "kind string, lsn long, xact_seqno long, stream int, round int, outcome string, "
     "class string, code string, message string, article string, key string, n long, seconds double"
 )
-_ARROW = pa.schema([
-    ("kind", pa.string()), ("lsn", pa.int64()), ("xact_seqno", pa.int64()), ("stream", pa.int32()),
-    ("round", pa.int32()), ("outcome", pa.string()), ("class", pa.string()), ("code", pa.string()),
-    ("message", pa.string()), ("article", pa.string()), ("key", pa.string()), ("n", pa.int64()),
-    ("seconds", pa.float64()),
-])
+_ARROW = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("lsn", pa.int64()),
+        ("xact_seqno", pa.int64()),
+        ("stream", pa.int32()),
+        ("round", pa.int32()),
+        ("outcome", pa.string()),
+        ("class", pa.string()),
+        ("code", pa.string()),
+        ("message", pa.string()),
+        ("article", pa.string()),
+        ("key", pa.string()),
+        ("n", pa.int64()),
+        ("seconds", pa.float64()),
+    ]
+)
 OUTCOMES = ("applied", "conflict", "rolled_back", "reapplied", "skipped", "failed", "not_applied", "resumed")
 RESET_LOG = "Number of subscription streams has been reset from {n} to 1"
 
@@ -34,25 +45,59 @@ class Events:
     def __init__(self) -> None:
         self.cols: list[list[Any]] = [[] for _ in _ARROW]
 
-    def add(self, kind: str, *, lsn: int | None = None, xact: int | None = None, stream: int | None = None,
-            round_: int | None = None, outcome: str | None = None, cls: str | None = None,
-            code: str | None = None, message: str | None = None, article: str | None = None,
-            key: str | None = None, n: int | None = None, seconds: float | None = None) -> None:
-        for col, v in zip(self.cols, (kind, lsn, xact, stream, round_, outcome, cls, code, message,
-                                      article, key, n, seconds), strict=True):
+    def add(
+        self,
+        kind: str,
+        *,
+        lsn: int | None = None,
+        xact: int | None = None,
+        stream: int | None = None,
+        round_: int | None = None,
+        outcome: str | None = None,
+        cls: str | None = None,
+        code: str | None = None,
+        message: str | None = None,
+        article: str | None = None,
+        key: str | None = None,
+        n: int | None = None,
+        seconds: float | None = None,
+    ) -> None:
+        for col, v in zip(
+            self.cols,
+            (kind, lsn, xact, stream, round_, outcome, cls, code, message, article, key, n, seconds),
+            strict=True,
+        ):
             col.append(v)
 
-    def command(self, row: dict[str, Any], outcome: str, *, cls: str | None = None, code: str | None = None,
-                message: str | None = None) -> None:
-        self.add("command", lsn=row["lsn"], xact=row["xact_seqno"], stream=row["stream"], round_=row["round"],
-                 outcome=outcome, cls=cls, code=code, message=message, article=row["article"],
-                 key=row["key_before"] or row["key_after"])
+    def command(
+        self,
+        row: dict[str, Any],
+        outcome: str,
+        *,
+        cls: str | None = None,
+        code: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        self.add(
+            "command",
+            lsn=row["lsn"],
+            xact=row["xact_seqno"],
+            stream=row["stream"],
+            round_=row["round"],
+            outcome=outcome,
+            cls=cls,
+            code=code,
+            message=message,
+            article=row["article"],
+            key=row["key_before"] or row["key_after"],
+        )
 
     def __len__(self) -> int:
         return len(self.cols[0])
 
     def drain(self) -> Iterator[pa.RecordBatch]:
         if len(self):
-            yield pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(self.cols, _ARROW)],
-                                             schema=_ARROW)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(c, type=f.type) for c, f in zip(self.cols, _ARROW, strict=False)], schema=_ARROW
+            )
             self.cols = [[] for _ in _ARROW]

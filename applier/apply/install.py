@@ -15,8 +15,8 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from applier.articles import Article
 from applier.apply.connection import connect
+from applier.articles import Article
 from applier.dialects import DIALECTS
 from applier.dialects.base import Dialect
 from applier.errors import ApplierError, TargetError
@@ -33,8 +33,14 @@ def _exec(cur: Any, sql: str, what: str) -> None:
         raise TargetError(f"{what} failed: {e.args[1] if len(e.args) > 1 else e}") from None
 
 
-def install(target: Target, articles: Sequence[Article], subscription: str, *,
-            recreate_tables: bool = True, custom_sql: Sequence[Path] = ()) -> list[str]:
+def install(
+    target: Target,
+    articles: Sequence[Article],
+    subscription: str,
+    *,
+    recreate_tables: bool = True,
+    custom_sql: Sequence[Path] = (),
+) -> list[str]:
     """Create schemas, tables, default procedures and the progress table; run custom SQL files.
 
     Returns the names of the procedures installed, in order.
@@ -46,8 +52,9 @@ def install(target: Target, articles: Sequence[Article], subscription: str, *,
         cur = conn.cursor()
         for stmt in dialect.progress_ddl():
             _exec(cur, stmt, "creating the progress table")
-        cur.execute(f"DELETE FROM {dialect.progress_table()} WHERE {dialect.quote('subscription')} = ?",
-                    subscription)
+        cur.execute(
+            f"DELETE FROM {dialect.progress_table()} WHERE {dialect.quote('subscription')} = ?", subscription
+        )
         for schema in sorted({a.schema for a in articles}):
             _exec(cur, dialect.create_schema_sql(schema), f"creating schema {schema}")
         for a in articles:
@@ -81,8 +88,9 @@ def _insert_many_sql(dialect: Dialect, article: Article, nrows: int) -> str:
     return f"INSERT INTO {dialect.table(article)} ({cols}) VALUES " + ", ".join([one] * nrows)
 
 
-def load_snapshot(snapshot: DataFrame, target: Target, articles: Sequence[Article],
-                  partitions: int = 4) -> int:
+def load_snapshot(
+    snapshot: DataFrame, target: Target, articles: Sequence[Article], partitions: int = 4
+) -> int:
     """Insert the snapshot rows (article, key, image) in parallel tasks; returns the row count."""
     cs, dname = target.connection_string, target.dialect_name
     by_name = {a.name: a for a in articles}
@@ -104,12 +112,14 @@ def load_snapshot(snapshot: DataFrame, target: Target, articles: Sequence[Articl
 
         try:
             for b in batches:
-                for name, image in zip(b.column("article").to_pylist(), b.column("image").to_pylist(),
-                                       strict=True):
+                for name, image in zip(
+                    b.column("article").to_pylist(), b.column("image").to_pylist(), strict=True
+                ):
                     a = by_name[name]
                     img = json.loads(image)
                     pending.setdefault(name, []).append(
-                        tuple(to_param(c.type, img.get(c.name)) for c in a.replicated))
+                        tuple(to_param(c.type, img.get(c.name)) for c in a.replicated)
+                    )
                     total += 1
                     per_row = len(a.replicated)
                     if len(pending[name]) * per_row >= min(dialect.MAX_PARAMS_PER_BATCH, 1000 * per_row):

@@ -13,6 +13,7 @@ fast instead of waiting forever, and Spark fails the barrier stage as a whole.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import socket
@@ -77,10 +78,8 @@ class _Server(threading.Thread):
             self.error = e
         finally:
             for p in peers.values():
-                try:
+                with contextlib.suppress(OSError):
                     p.close()
-                except OSError:
-                    pass
             self.listener.close()
 
 
@@ -94,7 +93,9 @@ class Rendezvous:
         self.server: _Server | None = None
         infos = ctx.getTaskInfos()
         host0 = infos[0].address.rsplit(":", 1)[0] if infos else "127.0.0.1"
-        local = host0 in ("localhost", "127.0.0.1", "::1") or all(i.address == infos[0].address for i in infos)
+        local = host0 in ("localhost", "127.0.0.1", "::1") or all(
+            i.address == infos[0].address for i in infos
+        )
         if self.stream == 0:
             token = secrets.token_hex(16)
             self.server = _Server(n, token, "127.0.0.1" if local else "")
@@ -118,10 +119,8 @@ class Rendezvous:
         self.all_gather("")
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             _send(self.sock, b"\x00bye")
-        except OSError:
-            pass
         self.sock.close()
         if self.server is not None:
             self.server.join(timeout=10)

@@ -54,8 +54,11 @@ def attribute(rows: Sequence[Row], c: Classified) -> Row | None:
     prefer = {"row_not_found": ("U", "D"), "duplicate_key": ("I", "U")}.get(c.cls.value, ("I", "U", "D"))
     best: Row | None = None
     for r in rows:
-        key = r["key_before"] if r["op"] in ("U", "D") and c.cls == ConflictClass.ROW_NOT_FOUND else (
-            r["key_after"] or r["key_before"])
+        key = (
+            r["key_before"]
+            if r["op"] in ("U", "D") and c.cls == ConflictClass.ROW_NOT_FOUND
+            else (r["key_after"] or r["key_before"])
+        )
         if key is None:
             continue
         values = json.loads(key)
@@ -120,13 +123,22 @@ class Sender:
         except pyodbc.Error as e:
             c = self.dialect.classify(e)
             culprit = attribute([r for r, _ in chunk if r is not None], c)
-            return Failure(c.cls.value, c.code, short(c.message), culprit["lsn"] if culprit else None,
-                           self.stream, c.transient, c.connection_lost)
+            return Failure(
+                c.cls.value,
+                c.code,
+                short(c.message),
+                culprit["lsn"] if culprit else None,
+                self.stream,
+                c.transient,
+                c.connection_lost,
+            )
         finally:
             self.sql_seconds += time.perf_counter() - t0
         return None
 
-    def savepoint_each(self, calls: Sequence[tuple[Row, Call]], skip: Any) -> tuple[list[tuple[Row, Failure]], Failure | None]:
+    def savepoint_each(
+        self, calls: Sequence[tuple[Row, Call]], skip: Any
+    ) -> tuple[list[tuple[Row, Failure]], Failure | None]:
         """Apply one call at a time inside a savepoint; errors that ``skip(classified)`` accepts are
         rolled back to the savepoint and recorded. Returns (skipped, fatal failure or None)."""
         skipped: list[tuple[Row, Failure]] = []

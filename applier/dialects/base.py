@@ -12,13 +12,13 @@ import enum
 import math
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any, ClassVar
 
 import jinja2
 
-from applier.articles import Article, Column, SqlType, Syntax
+from applier.articles import Article, SqlType, Syntax
 from applier.errors import UnsupportedError
 
 OPS = {"I": "insert", "U": "update", "D": "delete"}
@@ -66,7 +66,7 @@ def bit_of(index1: int) -> tuple[int, int]:
     return (index1 - 1) // 8 + 1, 1 << ((index1 - 1) % 8)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _env(dialect: str) -> jinja2.Environment:
     root = resources.files("applier.sql") / dialect
     loader = jinja2.FunctionLoader(lambda name: (root / name).read_text(encoding="utf-8"))
@@ -185,8 +185,16 @@ class Dialect:
         keys = []
         for j, k in enumerate(article.key_columns, 1):
             i = article.column_names.index(k.name) + 1
-            keys.append({"name": k.name, "q": self.quote(k.name), "pk": j, "i": i,
-                         "type": self.type_sql(k.type), "col": k})
+            keys.append(
+                {
+                    "name": k.name,
+                    "q": self.quote(k.name),
+                    "pk": j,
+                    "i": i,
+                    "type": self.type_sql(k.type),
+                    "col": k,
+                }
+            )
         key_identity = any(k.identity for k in article.key_columns)
         return {
             "article": article,

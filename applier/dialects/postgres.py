@@ -107,7 +107,7 @@ class PostgresDialect(Dialect):
         return f"CALL {self.proc_ref(article, op)}({args})"
 
     def classify(self, exc: BaseException) -> Classified:
-        args = getattr(exc, "args", ())
+        args: tuple[object, ...] = tuple(getattr(exc, "args", ()))
         state = str(args[0]) if args else ""
         message = str(args[1]) if len(args) > 1 else str(exc)
         if state in _BY_SQLSTATE:

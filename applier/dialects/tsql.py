@@ -67,7 +67,14 @@ _GO_RE = re.compile(r"^[ \t]*go[ \t]*(?:--.*)?$", re.IGNORECASE | re.MULTILINE)
 _SAVEPOINT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
 _SYSNAME_MAX = 128
 # Largest non-max lengths SQL Server accepts.
-_MAX_LENGTH = {"char": 8000, "varchar": 8000, "binary": 8000, "varbinary": 8000, "nchar": 4000, "nvarchar": 4000}
+_MAX_LENGTH = {
+    "char": 8000,
+    "varchar": 8000,
+    "binary": 8000,
+    "varbinary": 8000,
+    "nchar": 4000,
+    "nvarchar": 4000,
+}
 _MAX_ALLOWED = {"varchar", "nvarchar", "varbinary"}
 
 

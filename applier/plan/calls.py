@@ -36,8 +36,13 @@ def bitmap(article: Article, changed: Sequence[str]) -> bytes:
     return bytes(out)
 
 
-def call_params(article: Article, op: str, before: Mapping[str, Any] | None,
-                after: Mapping[str, Any] | None, changed: Sequence[str]) -> tuple[Any, ...]:
+def call_params(
+    article: Article,
+    op: str,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any] | None,
+    changed: Sequence[str],
+) -> tuple[Any, ...]:
     """Bound values for the procedure of op, in the seed's parameter order."""
     cols = article.replicated
     syntax = article.delivery(op).syntax
@@ -78,13 +83,15 @@ class Planner:
                 self._sql[key] = None
             elif syntax == Syntax.SQL:
                 raise self.dialect.unsupported(
-                    f"{article.name}: SQL statement delivery is not implemented yet")
+                    f"{article.name}: SQL statement delivery is not implemented yet"
+                )
             else:
                 self._sql[key] = self.dialect.call_sql(article, op)
         return self._sql[key]
 
-    def plan(self, article_name: str, op: str, before: str | None, after: str | None,
-             changed: Sequence[str] | None) -> Call | None:
+    def plan(
+        self, article_name: str, op: str, before: str | None, after: str | None, changed: Sequence[str] | None
+    ) -> Call | None:
         """None when the article does not replicate op (NONE)."""
         article = self.articles[article_name]
         sql = self.call_sql(article, op)

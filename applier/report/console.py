@@ -66,8 +66,11 @@ def print_summary(report: dict[str, Any], console: Console | None = None, show: 
     st = report["settings"]["run"]
     t.add_row("target", str(report["target"]))
     t.add_row("source", str(report["source"]))
-    t.add_row("model / partition", f"{st['model']} / {st['partition']}, {st['streams']} streams, "
-              f"commit batch {st['commit_batch_size']} transactions, policy {st['error_policy']}")
+    t.add_row(
+        "model / partition",
+        f"{st['model']} / {st['partition']}, {st['streams']} streams, "
+        f"commit batch {st['commit_batch_size']} transactions, policy {st['error_policy']}",
+    )
     t.add_row("commands / transactions", f"{report['commands']} / {report['transactions']}")
     t.add_row("rounds", f"{report['rounds']} ({report['rounds_parallel']} on {st['streams']} streams)")
     t.add_row("resets to one stream", str(report["resets"]))
@@ -79,17 +82,30 @@ def print_summary(report: dict[str, Any], console: Console | None = None, show: 
     t.add_row("apply throughput", f"{tp:,.0f} commands/s ({report['apply_seconds']:.2f} s)" if tp else "-")
     t.add_row("rows expected / found", f"{report['rows_expected']} / {report['rows_found']}")
     div = report["divergence"]
-    t.add_row("divergent rows", f"{report['divergent_rows']}" + (
-        f" (missing {div.get('missing', 0)}, extra {div.get('extra', 0)}, different {div.get('different', 0)})"
-        if report["divergent_rows"] else ""))
+    t.add_row(
+        "divergent rows",
+        f"{report['divergent_rows']}"
+        + (
+            f" (missing {div.get('missing', 0)}, extra {div.get('extra', 0)}, different {div.get('different', 0)})"
+            if report["divergent_rows"]
+            else ""
+        ),
+    )
     verdict = report["verdict"]
-    t.add_row("verdict", f"[{_STYLE.get(verdict, '')}]{verdict.upper()}[/]"
-              + (f" - {report['reason']}" if report.get("reason") else ""))
+    t.add_row(
+        "verdict",
+        f"[{_STYLE.get(verdict, '')}]{verdict.upper()}[/]"
+        + (f" - {report['reason']}" if report.get("reason") else ""),
+    )
     c.print(t)
     for d in report["divergent"][:show]:
-        c.print(f"[red]{d['kind']}[/] {d['article']} key {d['key']}"
-                + (f" columns {d['columns']}" if d["columns"] else ""))
+        c.print(
+            f"[red]{d['kind']}[/] {d['article']} key {d['key']}"
+            + (f" columns {d['columns']}" if d["columns"] else "")
+        )
         for cmd in d["commands"]:
-            c.print(f"    lsn {cmd['lsn']} xact {cmd['xact_seqno']} {cmd['op']} "
-                    f"{cmd['key_before']} -> {cmd['key_after']} stream {cmd.get('stream')} "
-                    f"round {cmd.get('round')}: {cmd.get('outcome') or '?'}")
+            c.print(
+                f"    lsn {cmd['lsn']} xact {cmd['xact_seqno']} {cmd['op']} "
+                f"{cmd['key_before']} -> {cmd['key_after']} stream {cmd.get('stream')} "
+                f"round {cmd.get('round')}: {cmd.get('outcome') or '?'}"
+            )

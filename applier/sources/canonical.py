@@ -15,8 +15,17 @@ from applier.errors import InputError
 from applier.values import ValueError_, dumps_image, key_text, validate_encoded
 
 CHANGE_FIELDS = (
-    "lsn", "xact_seqno", "command_id", "article", "op", "schema_version",
-    "before", "after", "changed", "key_before", "key_after",
+    "lsn",
+    "xact_seqno",
+    "command_id",
+    "article",
+    "op",
+    "schema_version",
+    "before",
+    "after",
+    "changed",
+    "key_before",
+    "key_after",
 )
 CHANGE_SCHEMA = (
     "lsn long, xact_seqno long, command_id int, article string, op string, schema_version int, "
@@ -114,7 +123,12 @@ def validate_record(rec: Any, articles: Mapping[str, Article], place: str) -> tu
     elif op == "I":
         changed = list(article.column_names)
     return (
-        lsn, xact, cmd, name, op, version,
+        lsn,
+        xact,
+        cmd,
+        name,
+        op,
+        version,
         dumps_image(before) if before is not None else None,
         dumps_image(after) if after is not None else None,
         changed,
@@ -131,4 +145,4 @@ def validate_snapshot_row(rec: Any, articles: Mapping[str, Article], place: str)
     if article is None:
         raise InputError(f"{place}: unknown article {name!r}")
     image = _image(article, rec.get("image"), f"{place}: image", full=True)
-    return name, key_text(article, image), dumps_image(image)
+    return article.name, key_text(article, image), dumps_image(image)

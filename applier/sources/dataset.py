@@ -30,12 +30,21 @@ from applier.sources.canonical import (
 )
 from applier.sources.generator import LANES, generate_lane
 
-_ARROW_CHANGE = pa.schema([
-    ("lsn", pa.int64()), ("xact_seqno", pa.int64()), ("command_id", pa.int32()),
-    ("article", pa.string()), ("op", pa.string()), ("schema_version", pa.int32()),
-    ("before", pa.string()), ("after", pa.string()), ("changed", pa.list_(pa.string())),
-    ("key_before", pa.string()), ("key_after", pa.string()),
-])
+_ARROW_CHANGE = pa.schema(
+    [
+        ("lsn", pa.int64()),
+        ("xact_seqno", pa.int64()),
+        ("command_id", pa.int32()),
+        ("article", pa.string()),
+        ("op", pa.string()),
+        ("schema_version", pa.int32()),
+        ("before", pa.string()),
+        ("after", pa.string()),
+        ("changed", pa.list_(pa.string())),
+        ("key_before", pa.string()),
+        ("key_after", pa.string()),
+    ]
+)
 _GEN_SCHEMA = "kind string, " + CHANGE_SCHEMA
 _ARROW_GEN = pa.schema([("kind", pa.string()), *_ARROW_CHANGE])
 _BATCH = 8192
@@ -62,11 +71,15 @@ def _batches(rows: Iterator[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.
             cols[i].append(v)
         n += 1
         if n == _BATCH:
-            yield pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, schema)], schema=schema)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=False)], schema=schema
+            )
             cols = [[] for _ in schema]
             n = 0
     if n:
-        yield pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, schema)], schema=schema)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=False)], schema=schema
+        )
 
 
 def generate(spark: SparkSession, config: Config) -> ChangeSet:
@@ -81,27 +94,33 @@ def generate(spark: SparkSession, config: Config) -> ChangeSet:
                             yield ("snapshot", None, None, None, r[0], "S", 1, None, r[2], None, None, r[1])
                         else:
                             yield ("change", *r)
+
         yield from _batches(rows(), _ARROW_GEN)
 
     gen = spark.range(0, LANES, numPartitions=LANES).mapInArrow(lanes, _GEN_SCHEMA)
     gen = gen.persist(StorageLevel.MEMORY_AND_DISK)
     changes = gen.where(F.col("kind") == "change").drop("kind")
     snapshot = gen.where(F.col("kind") == "snapshot").select(
-        "article", F.col("key_after").alias("key"), F.col("after").alias("image"))
+        "article", F.col("key_after").alias("key"), F.col("after").alias("image")
+    )
     return ChangeSet(changes, snapshot, f"generated {workload.kind} seed={workload.seed}")
 
 
 # -- files -------------------------------------------------------------------------------
 def _files(path: Path, suffixes: tuple[str, ...]) -> list[Path]:
     if path.is_dir():
-        found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in suffixes
-                       and not p.name.startswith((".", "_")))
+        found = sorted(
+            p
+            for p in path.rglob("*")
+            if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith((".", "_"))
+        )
         return found
     return [path]
 
 
-def _validate_lines(spark: SparkSession, files: list[Path], articles: Mapping[str, Article],
-                    snapshot: bool) -> DataFrame:
+def _validate_lines(
+    spark: SparkSession, files: list[Path], articles: Mapping[str, Article], snapshot: bool
+) -> DataFrame:
     """JSON Lines files -> validated rows; InputError naming file:line on the first bad ones."""
     sc = spark.sparkContext
 
@@ -113,13 +132,17 @@ def _validate_lines(spark: SparkSession, files: list[Path], articles: Mapping[st
                     continue
                 try:
                     rec = json.loads(text)
-                    row = (validate_snapshot_row(rec, articles, place) if snapshot
-                           else validate_record(rec, articles, place))
+                    row = (
+                        validate_snapshot_row(rec, articles, place)
+                        if snapshot
+                        else validate_record(rec, articles, place)
+                    )
                     yield (None, *row)
                 except json.JSONDecodeError as e:
                     yield (f"{place}: malformed JSON: {e.msg} at column {e.colno}",)
                 except InputError as e:
                     yield (str(e),)
+
         return part
 
     rdds = [sc.textFile(str(f)).zipWithIndex().mapPartitions(check(str(f))) for f in files]
@@ -169,8 +192,9 @@ def _check_positions(df: DataFrame, origin: str) -> None:
             raise InputError(f"{origin}: {what} appears {dup[0]['count']} times; positions must be unique")
 
 
-def read_changes(spark: SparkSession, config: Config, path: str | Path,
-                 snapshot_path: str | Path | None = None) -> ChangeSet:
+def read_changes(
+    spark: SparkSession, config: Config, path: str | Path, snapshot_path: str | Path | None = None
+) -> ChangeSet:
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such change file or directory")
@@ -205,6 +229,7 @@ def write_changes(cs: ChangeSet, out: str | Path, fmt: str = "jsonl") -> tuple[P
         changes.write.mode("overwrite").parquet(str(ch))
         cs.snapshot.write.mode("overwrite").parquet(str(sn))
         return ch, sn
+
     # JSON Lines with images as objects (not JSON-in-a-string), key columns derived again on read.
     def to_json(r: Any) -> str:
         d = {f: r[f] for f in ("lsn", "xact_seqno", "command_id", "article", "op", "schema_version")}
@@ -214,8 +239,13 @@ def write_changes(cs: ChangeSet, out: str | Path, fmt: str = "jsonl") -> tuple[P
         return json.dumps(d, ensure_ascii=False, separators=(",", ":"))
 
     changes.rdd.map(to_json).saveAsTextFile(str(ch))
-    cs.snapshot.rdd.map(lambda r: json.dumps({"article": r["article"], "image": json.loads(r["image"])},
-                                             ensure_ascii=False, separators=(",", ":"))).saveAsTextFile(str(sn))
+    cs.snapshot.rdd.map(
+        lambda r: json.dumps(
+            {"article": r["article"], "image": json.loads(r["image"])},
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+    ).saveAsTextFile(str(sn))
     for d in (ch, sn):
         for part in d.glob("part-*"):
             part.rename(part.with_name(part.name + ".jsonl"))

@@ -71,8 +71,11 @@ def random_value(c: Column, rng: random.Random) -> Any:
     if kind == "decimal":
         scale = t.scale or 0
         digits = min((t.precision or 18) - scale, 6)
-        return f"{rng.randint(-(10**digits) + 1, 10**digits - 1)}.{rng.randint(0, 10**scale - 1):0{scale}d}" \
-            if scale else str(rng.randint(-(10**digits) + 1, 10**digits - 1))
+        return (
+            f"{rng.randint(-(10**digits) + 1, 10**digits - 1)}.{rng.randint(0, 10**scale - 1):0{scale}d}"
+            if scale
+            else str(rng.randint(-(10**digits) + 1, 10**digits - 1))
+        )
     if kind == "float":
         return round(rng.uniform(-1e6, 1e6), 6)
     if kind == "str":
@@ -134,8 +137,9 @@ def lane_initial_keys(w: Workload, lane: int) -> range:
     return range(first, w.initial_rows + 1, LANES)
 
 
-def generate_lane(articles: tuple[Article, ...], w: Workload, lane: int
-                  ) -> Iterator[tuple[str, tuple[Any, ...]]]:
+def generate_lane(
+    articles: tuple[Article, ...], w: Workload, lane: int
+) -> Iterator[tuple[str, tuple[Any, ...]]]:
     """Yield ("snapshot", (article, key, image)) then ("change", canonical row) for one lane."""
     rng = random.Random(f"applier:{w.seed}:{lane}")
     tables: dict[str, _Table] = {}
@@ -158,9 +162,9 @@ def generate_lane(articles: tuple[Article, ...], w: Workload, lane: int
             r = rng.random()
             lsn = make_lsn(xact, cmd_id)
             if r < p_key and t.keys:
-                row = _key_update(a, t, w, rng, chains, touched_by_chain, xact)
-                if row is not None:
-                    yield "change", (lsn, xact, cmd_id, a.name, "U", 1, *row)
+                ku = _key_update(a, t, w, rng, chains, touched_by_chain, xact)
+                if ku is not None:
+                    yield "change", (lsn, xact, cmd_id, a.name, "U", 1, *ku)
                     continue
             r2 = rng.random()
             if not t.keys or r2 < 0.25:
@@ -168,15 +172,43 @@ def generate_lane(articles: tuple[Article, ...], w: Workload, lane: int
                 t.next_fresh += LANES
                 after = random_row(a, k, rng)
                 t.add(k, after)
-                yield "change", (lsn, xact, cmd_id, a.name, "I", 1, None, dumps_image(after),
-                                 list(a.column_names), None, key_text(a, after))
+                yield (
+                    "change",
+                    (
+                        lsn,
+                        xact,
+                        cmd_id,
+                        a.name,
+                        "I",
+                        1,
+                        None,
+                        dumps_image(after),
+                        list(a.column_names),
+                        None,
+                        key_text(a, after),
+                    ),
+                )
             elif r2 < 0.45 and len(t.keys) > 1:
                 k = t.keys[rng.randrange(len(t.keys))]
                 if any(c[0] == a.name and c[1] == k for c in chains):
                     chains[:] = [c for c in chains if not (c[0] == a.name and c[1] == k)]
                 before = t.remove(k)
-                yield "change", (lsn, xact, cmd_id, a.name, "D", 1, dumps_image(before), None, [],
-                                 key_text(a, before), None)
+                yield (
+                    "change",
+                    (
+                        lsn,
+                        xact,
+                        cmd_id,
+                        a.name,
+                        "D",
+                        1,
+                        dumps_image(before),
+                        None,
+                        [],
+                        key_text(a, before),
+                        None,
+                    ),
+                )
             else:
                 k = t.keys[rng.randrange(len(t.keys))]
                 before = t.rows[k]
@@ -188,13 +220,33 @@ def generate_lane(articles: tuple[Article, ...], w: Workload, lane: int
                     changed.append(c.name)
                 t.rows[k] = after
                 kt = key_text(a, before)
-                yield "change", (lsn, xact, cmd_id, a.name, "U", 1, dumps_image(before), dumps_image(after),
-                                 [n for n in a.column_names if n in changed], kt, kt)
+                yield (
+                    "change",
+                    (
+                        lsn,
+                        xact,
+                        cmd_id,
+                        a.name,
+                        "U",
+                        1,
+                        dumps_image(before),
+                        dumps_image(after),
+                        [n for n in a.column_names if n in changed],
+                        kt,
+                        kt,
+                    ),
+                )
 
 
-def _key_update(a: Article, t: _Table, w: Workload, rng: random.Random,
-                chains: list[tuple[str, int, int]], touched: set[tuple[str, int]], xact: int
-                ) -> tuple[Any, ...] | None:
+def _key_update(
+    a: Article,
+    t: _Table,
+    w: Workload,
+    rng: random.Random,
+    chains: list[tuple[str, int, int]],
+    touched: set[tuple[str, int]],
+    xact: int,
+) -> tuple[Any, ...] | None:
     """A key-changing update; for key-chains it continues a pending chain when it can."""
     k: int | None = None
     left = 1
@@ -225,5 +277,10 @@ def _key_update(a: Article, t: _Table, w: Workload, rng: random.Random,
     if w.kind == "key-chains" and left > 1:
         chains.append((a.name, new_k, left - 1))
         touched.add((a.name, new_k))
-    return (dumps_image(before), dumps_image(after), [n for n in a.column_names if n in changed],
-            key_text(a, before), key_text(a, after))
+    return (
+        dumps_image(before),
+        dumps_image(after),
+        [n for n in a.column_names if n in changed],
+        key_text(a, before),
+        key_text(a, after),
+    )

@@ -23,8 +23,7 @@ def open_target(spec: str | None, keep: bool = False, announce: bool = True) -> 
         pg = EmbeddedPostgres(keep=keep)
         pg.start()
         try:
-            target = preflight(pg.odbc_connection_string(),
-                               f"embedded PostgreSQL on 127.0.0.1:{pg.port}")
+            target = preflight(pg.odbc_connection_string(), f"embedded PostgreSQL on 127.0.0.1:{pg.port}")
             yield target
         finally:
             if keep and announce:

@@ -30,7 +30,13 @@ DATABASE = "applier"
 _SA_PASSWORD = os.environ.get("APPLIER_MSSQL_PASSWORD", "Applier#2022pw")
 _PG_PASSWORD = os.environ.get("APPLIER_PG_PASSWORD", "applier")
 
-_KINDS = {"sqlserver": "tsql", "mssql": "tsql", "tsql": "tsql", "postgres": "postgres", "postgresql": "postgres"}
+_KINDS = {
+    "sqlserver": "tsql",
+    "mssql": "tsql",
+    "tsql": "tsql",
+    "postgres": "postgres",
+    "postgresql": "postgres",
+}
 _MICROSOFT_RE = re.compile(r"^ODBC Driver (\d+) for SQL Server$")
 
 
@@ -43,7 +49,7 @@ def docker_available() -> tuple[bool, str]:
     if not hasattr(docker, "from_env"):  # a folder named docker/ on sys.path, not docker-py
         return False, "the docker extra is not installed (pip install 'applier[docker]')"
     try:
-        client = docker.from_env(timeout=5)  # type: ignore[attr-defined]
+        client = docker.from_env(timeout=5)
         try:
             client.ping()
         finally:
@@ -102,8 +108,9 @@ def _braced(value: str) -> str:
     return value
 
 
-def sqlserver_connection_string(driver: str, host: str, port: int, database: str, user: str,
-                                password: str) -> str:
+def sqlserver_connection_string(
+    driver: str, host: str, port: int, database: str, user: str, password: str
+) -> str:
     """A connection string with the options driver needs for a container's SQL Server."""
     base = f"Driver={{{driver}}};Database={_braced(database)};Uid={_braced(user)};Pwd={_braced(password)};"
     if "freetds" in driver.lower():
@@ -128,9 +135,13 @@ class ContainerTarget:
     def odbc_connection_string(self, database: str | None = None) -> str:
         db = database or self.database
         if self.dialect_name == "tsql":
-            return sqlserver_connection_string(self.driver, self.host, self.port, db, self.user, self.password)
-        return (f"Driver={{{self.driver}}};Server={self.host};Port={self.port};Database={_braced(db)};"
-                f"Uid={_braced(self.user)};Pwd={_braced(self.password)};")
+            return sqlserver_connection_string(
+                self.driver, self.host, self.port, db, self.user, self.password
+            )
+        return (
+            f"Driver={{{self.driver}}};Server={self.host};Port={self.port};Database={_braced(db)};"
+            f"Uid={_braced(self.user)};Pwd={_braced(self.password)};"
+        )
 
 
 def _require_docker() -> None:
@@ -146,26 +157,47 @@ def _testcontainers(module: str) -> Any:
         try:
             return __import__(f"testcontainers.{module}", fromlist=["_"])
         except ImportError as e:
-            raise TargetError(f"testcontainers is not installed (pip install 'applier[docker]'): {e}") from None
+            raise TargetError(
+                f"testcontainers is not installed (pip install 'applier[docker]'): {e}"
+            ) from None
 
 
 def _start_sqlserver() -> ContainerTarget:
     driver = sqlserver_odbc_driver()
     if driver is None:
-        raise TargetError("no SQL Server ODBC driver installed (looked for 'ODBC Driver 18/17 for SQL Server' "
-                          "and FreeTDS in pyodbc.drivers()); install msodbcsql18 or tdsodbc")
+        raise TargetError(
+            "no SQL Server ODBC driver installed (looked for 'ODBC Driver 18/17 for SQL Server' "
+            "and FreeTDS in pyodbc.drivers()); install msodbcsql18 or tdsodbc"
+        )
     mod = _testcontainers("mssql")
     c = mod.SqlServerContainer(SQLSERVER_IMAGE, password=_SA_PASSWORD, dbname="master")
     c.start()  # waits until sqlcmd inside the container answers
     try:
         # The sqlcmd of the image (mssql-tools18 in 2022 images; -C trusts its certificate).
-        res = c.exec(["bash", "-c", "/opt/mssql-tools*/bin/sqlcmd -C -b -U sa -P \"$SA_PASSWORD\" -Q "
-                      f"\"IF DB_ID(N'{DATABASE}') IS NULL CREATE DATABASE [{DATABASE}]\""])
+        res = c.exec(
+            [
+                "bash",
+                "-c",
+                '/opt/mssql-tools*/bin/sqlcmd -C -b -U sa -P "$SA_PASSWORD" -Q '
+                f"\"IF DB_ID(N'{DATABASE}') IS NULL CREATE DATABASE [{DATABASE}]\"",
+            ]
+        )
         if res.exit_code != 0:
             out = res.output.decode(errors="replace") if isinstance(res.output, bytes) else str(res.output)
-            raise TargetError(f"creating database {DATABASE} in the SQL Server container failed: {out.strip()}")
-        return ContainerTarget("sqlserver", "tsql", c.get_container_host_ip(), int(c.get_exposed_port(1433)),
-                               "sa", _SA_PASSWORD, DATABASE, driver, c)
+            raise TargetError(
+                f"creating database {DATABASE} in the SQL Server container failed: {out.strip()}"
+            )
+        return ContainerTarget(
+            "sqlserver",
+            "tsql",
+            c.get_container_host_ip(),
+            int(c.get_exposed_port(1433)),
+            "sa",
+            _SA_PASSWORD,
+            DATABASE,
+            driver,
+            c,
+        )
     except BaseException:
         c.stop()
         raise
@@ -175,8 +207,17 @@ def _start_postgres() -> ContainerTarget:
     mod = _testcontainers("postgres")
     c = mod.PostgresContainer(POSTGRES_IMAGE, username="applier", password=_PG_PASSWORD, dbname=DATABASE)
     c.start()
-    return ContainerTarget("postgres", "postgres", c.get_container_host_ip(), int(c.get_exposed_port(5432)),
-                           "applier", _PG_PASSWORD, DATABASE, "PostgreSQL Unicode", c)
+    return ContainerTarget(
+        "postgres",
+        "postgres",
+        c.get_container_host_ip(),
+        int(c.get_exposed_port(5432)),
+        "applier",
+        _PG_PASSWORD,
+        DATABASE,
+        "PostgreSQL Unicode",
+        c,
+    )
 
 
 @contextlib.contextmanager

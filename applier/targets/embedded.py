@@ -18,7 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,12 +107,18 @@ class EmbeddedPostgres:
         self._run(
             [
                 str(bindir / "initdb"),
-                "-D", str(self.datadir),
-                "-U", self.user,
-                "--pwfile", str(pwfile),
-                "-A", "scram-sha-256",
-                "-E", "UTF8",
-                "--locale", "C",
+                "-D",
+                str(self.datadir),
+                "-U",
+                self.user,
+                "--pwfile",
+                str(pwfile),
+                "-A",
+                "scram-sha-256",
+                "-E",
+                "UTF8",
+                "--locale",
+                "C",
                 "--no-sync",
             ]
         )
@@ -146,8 +152,19 @@ class EmbeddedPostgres:
         atexit.register(self.stop)
         self._install_signal_handlers()
         self._wait_ready(bindir)
-        self._run([str(bindir / "createdb"), "-h", str(sockdir), "-p", str(self.port),
-                   "-U", self.user, self.database], env={"PGPASSWORD": "applier"})
+        self._run(
+            [
+                str(bindir / "createdb"),
+                "-h",
+                str(sockdir),
+                "-p",
+                str(self.port),
+                "-U",
+                self.user,
+                self.database,
+            ],
+            env={"PGPASSWORD": "applier"},
+        )
         return self
 
     def stop(self) -> None:
@@ -187,12 +204,23 @@ class EmbeddedPostgres:
         """Create another database in this cluster; returns its connection string."""
         bindir = find_pg_bindir()
         assert self._root is not None
-        self._run([str(bindir / "createdb"), "-h", str(self._root / "sock"), "-p", str(self.port),
-                   "-U", self.user, name], env={"PGPASSWORD": self.password})
+        self._run(
+            [
+                str(bindir / "createdb"),
+                "-h",
+                str(self._root / "sock"),
+                "-p",
+                str(self.port),
+                "-U",
+                self.user,
+                name,
+            ],
+            env={"PGPASSWORD": self.password},
+        )
         return self.odbc_connection_string(name)
 
     # -- internals ---------------------------------------------------------------
-    def _demote(self):  # type: ignore[no-untyped-def]
+    def _demote(self) -> Callable[[], None] | None:
         runas = self._runas
         if runas is None:
             return None
@@ -207,8 +235,15 @@ class EmbeddedPostgres:
         full_env = dict(os.environ)
         full_env.update(env or {})
         full_env["LC_ALL"] = "C"
-        res = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=self._demote(),
-                             env=full_env, cwd=str(self._root), timeout=120)
+        res = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            preexec_fn=self._demote(),
+            env=full_env,
+            cwd=str(self._root),
+            timeout=120,
+        )
         if res.returncode != 0:
             raise TargetError(f"{Path(cmd[0]).name} failed ({res.returncode}): {res.stderr.strip()[-2000:]}")
 
@@ -219,8 +254,9 @@ class EmbeddedPostgres:
             if self._proc.poll() is not None:
                 log = (self._root / "server.log").read_text(errors="replace")[-2000:]
                 raise TargetError(f"embedded PostgreSQL exited at start-up:\n{log}")
-            res = subprocess.run([str(bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)],
-                                 capture_output=True)
+            res = subprocess.run(
+                [str(bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)], capture_output=True
+            )
             if res.returncode == 0:
                 return
             time.sleep(0.1)

@@ -27,8 +27,10 @@ def parse_connection_string(cs: str) -> list[tuple[str, str]]:
     while pos < len(text):
         m = _PAIR_RE.match(text, pos)
         if not m or m.end() == pos:
-            shown = redact(text[pos:pos + 40])
-            raise TargetError(f"bad ODBC connection string near {shown!r}: expected key=value pairs separated by ';'")
+            shown = redact(text[pos : pos + 40])
+            raise TargetError(
+                f"bad ODBC connection string near {shown!r}: expected key=value pairs separated by ';'"
+            )
         pairs.append((m.group(1), m.group(2)))
         pos = m.end()
     if not pairs:
@@ -38,10 +40,12 @@ def parse_connection_string(cs: str) -> list[tuple[str, str]]:
 
 def redact(cs: str) -> str:
     """The connection string with every secret value replaced by ***."""
+
     def sub(m: re.Match[str]) -> str:
         if m.group(1).strip().lower() in _SECRET_KEYS:
             return f"{m.group(1)}=***;"
         return m.group(0)
+
     return _PAIR_RE.sub(sub, cs)
 
 
@@ -63,7 +67,8 @@ def dialect_for(cs: str) -> Dialect:
     hint = f"DSN {dsn!r}" if dsn else f"driver {driver!r}"
     raise TargetError(
         f"cannot tell the database behind {hint}: name a PostgreSQL or SQL Server ODBC driver "
-        "in Driver={...} (e.g. 'PostgreSQL Unicode', 'ODBC Driver 18 for SQL Server', 'FreeTDS')")
+        "in Driver={...} (e.g. 'PostgreSQL Unicode', 'ODBC Driver 18 for SQL Server', 'FreeTDS')"
+    )
 
 
 def project_odbcsysini() -> str | None:

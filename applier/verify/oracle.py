@@ -16,19 +16,32 @@ from pyspark.sql import functions as F
 def key_events(changes: DataFrame) -> DataFrame:
     """(article, key, lsn, ord, produced, image) for every key event of every command."""
     removed = changes.where(F.col("op").isin("U", "D")).select(
-        "article", F.col("key_before").alias("key"), "lsn", F.lit(0).alias("ord"),
-        F.lit(False).alias("produced"), F.lit(None).cast("string").alias("image"))
+        "article",
+        F.col("key_before").alias("key"),
+        "lsn",
+        F.lit(0).alias("ord"),
+        F.lit(False).alias("produced"),
+        F.lit(None).cast("string").alias("image"),
+    )
     produced = changes.where(F.col("op").isin("I", "U")).select(
-        "article", F.col("key_after").alias("key"), "lsn", F.lit(1).alias("ord"),
-        F.lit(True).alias("produced"), F.col("after").alias("image"))
+        "article",
+        F.col("key_after").alias("key"),
+        "lsn",
+        F.lit(1).alias("ord"),
+        F.lit(True).alias("produced"),
+        F.col("after").alias("image"),
+    )
     return removed.unionByName(produced)
 
 
 def oracle(changes: DataFrame, snapshot: DataFrame) -> DataFrame:
     """(article, key, image) of every row the subscriber must hold after the whole stream."""
-    latest = (key_events(changes).groupBy("article", "key")
-              .agg(F.max(F.struct("lsn", "ord", "produced", "image")).alias("last"))
-              .select("article", "key", "last.produced", "last.image"))
+    latest = (
+        key_events(changes)
+        .groupBy("article", "key")
+        .agg(F.max(F.struct("lsn", "ord", "produced", "image")).alias("last"))
+        .select("article", "key", "last.produced", "last.image")
+    )
     untouched = snapshot.join(latest.select("article", "key"), ["article", "key"], "left_anti")
     alive = latest.where("produced").select("article", "key", "image")
     return untouched.select("article", "key", "image").unionByName(alive)

@@ -45,7 +45,8 @@ def read_target(spark: SparkSession, target: Target, articles: Sequence[Article]
                             keys.append(key_text(a, img))
                             images.append(dumps_image(img))
                         yield pa.RecordBatch.from_arrays(
-                            [pa.array([name] * len(keys)), pa.array(keys), pa.array(images)], schema=_ARROW)
+                            [pa.array([name] * len(keys)), pa.array(keys), pa.array(images)], schema=_ARROW
+                        )
             conn.commit()
         finally:
             conn.close()

@@ -10,21 +10,46 @@ from typing import Any
 from applier.settings import parse_config
 
 
-def config(table: str, *, streams: int = 4, batch: int = 100, update: str = "SCALL", extra_cols: bool = True,
-           policy: str = "strict", **workload: Any):  # type: ignore[no-untyped-def]
+def config(
+    table: str,
+    *,
+    streams: int = 4,
+    batch: int = 100,
+    update: str = "SCALL",
+    extra_cols: bool = True,
+    policy: str = "strict",
+    **workload: Any,
+):  # type: ignore[no-untyped-def]
     cols: list[dict[str, Any]] = [{"name": "id", "type": "int", "key": True}]
     if extra_cols:
         cols += [{"name": "v", "type": "nvarchar(40)"}, {"name": "n", "type": "int"}]
-    return parse_config({
-        "run": {"streams": streams, "commit_batch_size": batch, "subscription": table, "error_policy": policy},
-        "workload": workload,
-        "articles": [{"name": f"dbo.{table}", "columns": cols, "update": update}],
-    }, f"<test {table}>")
+    return parse_config(
+        {
+            "run": {
+                "streams": streams,
+                "commit_batch_size": batch,
+                "subscription": table,
+                "error_policy": policy,
+            },
+            "workload": workload,
+            "articles": [{"name": f"dbo.{table}", "columns": cols, "update": update}],
+        },
+        f"<test {table}>",
+    )
 
 
-def key_update(lsn: int, xact: int, article: str, old: int, new: int, v: str = "x", n: int = 0) -> dict[str, Any]:
-    return {"lsn": lsn, "xact_seqno": xact, "command_id": 1, "article": article, "op": "U",
-            "before": {"id": old, "v": v, "n": n}, "after": {"id": new, "v": v, "n": n}}
+def key_update(
+    lsn: int, xact: int, article: str, old: int, new: int, v: str = "x", n: int = 0
+) -> dict[str, Any]:
+    return {
+        "lsn": lsn,
+        "xact_seqno": xact,
+        "command_id": 1,
+        "article": article,
+        "op": "U",
+        "before": {"id": old, "v": v, "n": n},
+        "after": {"id": new, "v": v, "n": n},
+    }
 
 
 def write_jsonl(path: Path, records: Iterable[dict[str, Any] | str]) -> Path:
@@ -45,8 +70,14 @@ def rows(target, sql: str, *params: Any) -> list[tuple[Any, ...]]:  # type: igno
 
 
 def table_exists(target, schema: str, table: str) -> bool:  # type: ignore[no-untyped-def]
-    return bool(rows(target, "SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-                     schema, table))
+    return bool(
+        rows(
+            target,
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+            schema,
+            table,
+        )
+    )
 
 
 def run(spark, cfg, target, **kw: Any):  # type: ignore[no-untyped-def]

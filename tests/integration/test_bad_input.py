@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-
-
 import pytest
 
 from applier.errors import InputError, TargetError
@@ -73,4 +71,3 @@ def test_duplicate_lsn_is_rejected(spark, target, tmp_path):
     with pytest.raises(InputError, match="lsn=2097153 appears 2 times"):
         run(spark, config(table), target, changes=f)
     assert not table_exists(target, "dbo", table)
-

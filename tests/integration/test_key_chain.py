@@ -20,7 +20,9 @@ def _chain(table: str) -> list[dict]:
 
 
 def _snapshot(tmp_path, table: str):
-    return write_jsonl(tmp_path / "snap.jsonl", [{"article": f"dbo.{table}", "image": {"id": 1, "v": "x", "n": 0}}])
+    return write_jsonl(
+        tmp_path / "snap.jsonl", [{"article": f"dbo.{table}", "image": {"id": 1, "v": "x", "n": 0}}]
+    )
 
 
 def _streams_apart(spark, cfg, records, tmp_path) -> int:
@@ -68,7 +70,14 @@ def test_progress_table_written_in_the_commit(spark, target, tmp_path):
     table = "chain_progress"
     records = _chain(table)
     cfg = config(table, streams=2, batch=1)
-    run(spark, cfg, target, changes=write_jsonl(tmp_path / "c.jsonl", records),
-        snapshot=_snapshot(tmp_path, table))
-    got = rows(target, "SELECT max(last_lsn), max(last_round) FROM applier.progress WHERE subscription = ?", table)
+    run(
+        spark,
+        cfg,
+        target,
+        changes=write_jsonl(tmp_path / "c.jsonl", records),
+        snapshot=_snapshot(tmp_path, table),
+    )
+    got = rows(
+        target, "SELECT max(last_lsn), max(last_round) FROM applier.progress WHERE subscription = ?", table
+    )
     assert got == [(records[-1]["lsn"], 1)]

@@ -32,8 +32,19 @@ def cmd(x, op, before=None, after=None):
     img = lambda k, v: json.dumps({"id": k, "v": v}, separators=(",", ":"), sort_keys=True)  # noqa: E731
     b = img(*before) if before else None
     a = img(*after) if after else None
-    return (make_lsn(x, 1), x, 1, A, op, 1, b, a, [], f"[{before[0]}]" if before else None,
-            f"[{after[0]}]" if after else None)
+    return (
+        make_lsn(x, 1),
+        x,
+        1,
+        A,
+        op,
+        1,
+        b,
+        a,
+        [],
+        f"[{before[0]}]" if before else None,
+        f"[{after[0]}]" if after else None,
+    )
 
 
 SEQUENCES = {
@@ -45,19 +56,29 @@ SEQUENCES = {
     # 1 -> 2 -> 3: only 3 survives
     "key_chain": [cmd(1, "U", before=(1, "x"), after=(2, "x")), cmd(2, "U", before=(2, "x"), after=(3, "x"))],
     # a <-> b through a temporary key
-    "key_swap": [cmd(1, "U", before=(1, "x"), after=(9, "x")), cmd(2, "U", before=(2, "y"), after=(1, "y")),
-                 cmd(3, "U", before=(9, "x"), after=(2, "x"))],
+    "key_swap": [
+        cmd(1, "U", before=(1, "x"), after=(9, "x")),
+        cmd(2, "U", before=(2, "y"), after=(1, "y")),
+        cmd(3, "U", before=(9, "x"), after=(2, "x")),
+    ],
     "delete_then_reinsert": [cmd(1, "D", before=(1, "x")), cmd(2, "I", after=(1, "z"))],
     "insert_into_vacated_key": [cmd(1, "U", before=(1, "x"), after=(7, "x")), cmd(2, "I", after=(1, "n"))],
-    "insert_update_delete": [cmd(1, "I", after=(8, "a")), cmd(2, "U", before=(8, "a"), after=(8, "b")),
-                             cmd(3, "D", before=(8, "b"))],
+    "insert_update_delete": [
+        cmd(1, "I", after=(8, "a")),
+        cmd(2, "U", before=(8, "a"), after=(8, "b")),
+        cmd(3, "D", before=(8, "b")),
+    ],
 }
-SNAP = [(A, "[1]", json.dumps({"id": 1, "v": "x"}, separators=(",", ":"))),
-        (A, "[2]", json.dumps({"id": 2, "v": "y"}, separators=(",", ":")))]
+SNAP = [
+    (A, "[1]", json.dumps({"id": 1, "v": "x"}, separators=(",", ":"))),
+    (A, "[2]", json.dumps({"id": 2, "v": "y"}, separators=(",", ":"))),
+]
 
 
 def spark_oracle(spark, snapshot, changes):
-    got = oracle(spark.createDataFrame(changes, CHANGE_SCHEMA), spark.createDataFrame(snapshot, SNAPSHOT_SCHEMA))
+    got = oracle(
+        spark.createDataFrame(changes, CHANGE_SCHEMA), spark.createDataFrame(snapshot, SNAPSHOT_SCHEMA)
+    )
     return {(r["article"], r["key"]): r["image"] for r in got.collect()}
 
 
@@ -70,7 +91,9 @@ def test_oracle_matches_serial_replay(spark, name):
 @pytest.mark.parametrize("kind", ["uniform", "key-chains"])
 def test_oracle_matches_replay_on_generated_streams(spark, kind):
     cfg = demo_config()
-    w = Workload(kind=kind, initial_rows=64, transactions=160, commands_per_transaction=4, key_update_share=0.3)
+    w = Workload(
+        kind=kind, initial_rows=64, transactions=160, commands_per_transaction=4, key_update_share=0.3
+    )
     snap, changes = [], []
     for lane in range(LANES):
         for what, r in generate_lane(cfg.articles, w, lane):

@@ -25,11 +25,14 @@ pytestmark = pytest.mark.docker
 
 D = TsqlDialect()
 ARTICLE = Article(
-    "Purchasing", "Vendor",
-    (Column("VendorID", parse_type("int"), nullable=False),
-     Column("Name", parse_type("nvarchar(50)"), nullable=False),
-     Column("CreditRating", parse_type("tinyint"), nullable=False),
-     Column("ModifiedDate", parse_type("datetime"))),
+    "Purchasing",
+    "Vendor",
+    (
+        Column("VendorID", parse_type("int"), nullable=False),
+        Column("Name", parse_type("nvarchar(50)"), nullable=False),
+        Column("CreditRating", parse_type("tinyint"), nullable=False),
+        Column("ModifiedDate", parse_type("datetime")),
+    ),
     ("VendorID",),
 )
 
@@ -85,7 +88,9 @@ def test_procedures_apply_and_missing_rows_raise_20598(conn: Any) -> None:
     # SCALL update of Name (column 2 -> bit 2): the others stay.
     cur.execute(D.call_sql(ARTICLE, "U"), None, "Beta", None, None, 1, bytes([2]))
     conn.commit()
-    assert cur.execute("SELECT [Name], [CreditRating] FROM [Purchasing].[Vendor] WHERE [VendorID] = 1").fetchone() == ("Beta", 3)
+    assert cur.execute(
+        "SELECT [Name], [CreditRating] FROM [Purchasing].[Vendor] WHERE [VendorID] = 1"
+    ).fetchone() == ("Beta", 3)
     # key change 1 -> 2 (bit 1): the key-changed branch moves the row
     cur.execute(D.call_sql(ARTICLE, "U"), 2, None, None, None, 1, bytes([1]))
     conn.commit()

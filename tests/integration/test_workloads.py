@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from applier.settings import demo_config
-from applier.settings import Workload, RunSettings
+from applier.settings import RunSettings, Workload, demo_config
 from tests.integration.helpers import run
 
 pytestmark = pytest.mark.integration
@@ -15,8 +14,15 @@ pytestmark = pytest.mark.integration
 @pytest.mark.parametrize("n", [1, 2, 4, 8])
 def test_workload_converges(spark, target, workload, n):
     cfg = demo_config().replace(
-        workload=Workload(kind=workload, initial_rows=300, transactions=400, commands_per_transaction=5,
-                          key_update_share=0.08, chain_length=3, seed=7),
+        workload=Workload(
+            kind=workload,
+            initial_rows=300,
+            transactions=400,
+            commands_per_transaction=5,
+            key_update_share=0.08,
+            chain_length=3,
+            seed=7,
+        ),
         run=RunSettings(subscription=f"{workload}-{n}", streams=n, commit_batch_size=50),
     )
     result, report = run(spark, cfg, target)

@@ -30,7 +30,9 @@ GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "tsql"
 D = TsqlDialect()
 
 
-def article(schema: str, table: str, cols: list[tuple[str, str, str]], key: tuple[str, ...], **kw: object) -> Article:
+def article(
+    schema: str, table: str, cols: list[tuple[str, str, str]], key: tuple[str, ...], **kw: object
+) -> Article:
     """cols: (name, type, flags) with flags among 'n' (nullable) and 'i' (identity)."""
     columns = tuple(Column(n, parse_type(t), nullable="n" in f, identity="i" in f) for n, t, f in cols)
     return Article(schema, table, columns, key, **kw)  # type: ignore[arg-type]
@@ -38,29 +40,76 @@ def article(schema: str, table: str, cols: list[tuple[str, str, str]], key: tupl
 
 CASES = {
     # Seed 003's Vendor example: key VendorID int, not identity; 8 columns -> binary(1).
-    "vendor": article("Purchasing", "Vendor", [
-        ("VendorID", "int", ""), ("AccountNumber", "nvarchar(15)", ""), ("Name", "nvarchar(50)", ""),
-        ("CreditRating", "tinyint", ""), ("PreferredVendorStatus", "bit", ""), ("ActiveFlag", "bit", ""),
-        ("PurchasingWebServiceURL", "nvarchar(1024)", "n"), ("ModifiedDate", "datetime", "")], ("VendorID",)),
+    "vendor": article(
+        "Purchasing",
+        "Vendor",
+        [
+            ("VendorID", "int", ""),
+            ("AccountNumber", "nvarchar(15)", ""),
+            ("Name", "nvarchar(50)", ""),
+            ("CreditRating", "tinyint", ""),
+            ("PreferredVendorStatus", "bit", ""),
+            ("ActiveFlag", "bit", ""),
+            ("PurchasingWebServiceURL", "nvarchar(1024)", "n"),
+            ("ModifiedDate", "datetime", ""),
+        ],
+        ("VendorID",),
+    ),
     # AdventureWorks Person.BusinessEntityAddress: 3-column key.
-    "composite_key": article("Person", "BusinessEntityAddress", [
-        ("BusinessEntityID", "int", ""), ("AddressID", "int", ""), ("AddressTypeID", "int", ""),
-        ("rowguid", "uniqueidentifier", ""), ("ModifiedDate", "datetime", "")],
-        ("BusinessEntityID", "AddressID", "AddressTypeID")),
+    "composite_key": article(
+        "Person",
+        "BusinessEntityAddress",
+        [
+            ("BusinessEntityID", "int", ""),
+            ("AddressID", "int", ""),
+            ("AddressTypeID", "int", ""),
+            ("rowguid", "uniqueidentifier", ""),
+            ("ModifiedDate", "datetime", ""),
+        ],
+        ("BusinessEntityID", "AddressID", "AddressTypeID"),
+    ),
     # AdventureWorks Person.BusinessEntity: identity key -> no key-changed branch.
-    "identity_key": article("Person", "BusinessEntity", [
-        ("BusinessEntityID", "int", "i"), ("rowguid", "uniqueidentifier", ""), ("ModifiedDate", "datetime", "")],
-        ("BusinessEntityID",)),
+    "identity_key": article(
+        "Person",
+        "BusinessEntity",
+        [
+            ("BusinessEntityID", "int", "i"),
+            ("rowguid", "uniqueidentifier", ""),
+            ("ModifiedDate", "datetime", ""),
+        ],
+        ("BusinessEntityID",),
+    ),
     # 10 columns (binary(2), byte 2), key not first, rowversion, LOB and precise types.
-    "wide": article("dbo", "Wide", [
-        ("Note", "nvarchar(max)", "n"), ("Id", "bigint", ""), ("Amount", "decimal(12,2)", ""),
-        ("Price", "money", "n"), ("Seen", "datetimeoffset(3)", "n"), ("At", "datetime2", "n"),
-        ("Code", "char(3)", "n"), ("Blob", "varbinary(max)", "n"), ("Ver", "rowversion", "n"),
-        ("Flag", "bit", "n")], ("Id",)),
+    "wide": article(
+        "dbo",
+        "Wide",
+        [
+            ("Note", "nvarchar(max)", "n"),
+            ("Id", "bigint", ""),
+            ("Amount", "decimal(12,2)", ""),
+            ("Price", "money", "n"),
+            ("Seen", "datetimeoffset(3)", "n"),
+            ("At", "datetime2", "n"),
+            ("Code", "char(3)", "n"),
+            ("Blob", "varbinary(max)", "n"),
+            ("Ver", "rowversion", "n"),
+            ("Flag", "bit", "n"),
+        ],
+        ("Id",),
+    ),
 }
-HOSTILE = article("we ird]", "Order]Details; --", [
-    ("it's", "int", ""), ("a b", "nvarchar(10)", "n"), ("[x]", "int", "n"), ("名前", "nvarchar(20)", "n"),
-    ("--c", "date", "n")], ("it's", "[x]"))
+HOSTILE = article(
+    "we ird]",
+    "Order]Details; --",
+    [
+        ("it's", "int", ""),
+        ("a b", "nvarchar(10)", "n"),
+        ("[x]", "int", "n"),
+        ("名前", "nvarchar(20)", "n"),
+        ("--c", "date", "n"),
+    ],
+    ("it's", "[x]"),
+)
 KEY_ONLY = article("dbo", "Pair", [("A", "int", ""), ("B", "int", "")], ("A", "B"))
 
 
@@ -221,15 +270,20 @@ def test_vendor_scall_update_has_the_seeds_structure() -> None:
     seed = statements(SEED_UPDATE)
     # Header: same parameters; the schema-qualified name and binary(1) are ours (DESIGN:
     # "honour its structure, not that width": 8 columns need ceil(8/8) = 1 byte).
-    assert norm(ours[0]) == norm(seed[0].replace("[sp_MSupd", "[Purchasing].[sp_MSupd").replace("binary(2)", "binary(1)"))
+    assert norm(ours[0]) == norm(
+        seed[0].replace("[sp_MSupd", "[Purchasing].[sp_MSupd").replace("binary(2)", "binary(1)")
+    )
     assert ours[1:3] == seed[1:3] == ["as", "begin"]
     assert ours[3].startswith("declare @primarykey_text nvarchar(")
     # VendorID is not an identity column: the key-changed branch comes first and sets every
     # column, the key included, then the seed's statements follow in the else branch.
     assert norm(ours[4]) == "if(substring(@bitmap,1,1)& 1 = 1)"
     key_update = ours[6]
-    assert norm(key_update).startswith(norm(
-        "update [Purchasing].[Vendor] set [VendorID] = case substring(@bitmap,1,1) & 1 when 1 then @c1 else [VendorID] end"))
+    assert norm(key_update).startswith(
+        norm(
+            "update [Purchasing].[Vendor] set [VendorID] = case substring(@bitmap,1,1) & 1 when 1 then @c1 else [VendorID] end"
+        )
+    )
     assert norm(key_update).endswith(norm(seed[3]).split(" set ", 1)[1])
     i = top_level_else(ours)
     assert ours[i + 1] == "begin"
@@ -237,8 +291,10 @@ def test_vendor_scall_update_has_the_seeds_structure() -> None:
     assert ours[i + 3 : i + 5] == seed[4:6]  # if @@rowcount = 0 / if @@microsoftversion>0x07320000
     raise_block = "\n".join(ours[i + 5 :])
     # Seed's bare 'exec sp_MSreplraiserror 20598' -> the SQL Server 2016+ form, then fallbacks.
-    assert ("exec sp_MSreplraiserror @errorid=20598, @param1=N'[Purchasing].[Vendor]', "
-            "@param2=@primarykey_text, @param3=13233") in raise_block
+    assert (
+        "exec sp_MSreplraiserror @errorid=20598, @param1=N'[Purchasing].[Vendor]', "
+        "@param2=@primarykey_text, @param3=13233"
+    ) in raise_block
     assert "exec sp_MSreplraiserror @errorid=20598\n" in raise_block + "\n"
     assert f"throw {ROW_NOT_FOUND_THROWN}, @primarykey_text, 1;" in raise_block
     assert "N'[VendorID] = ' + isnull(convert(nvarchar(100),@pkc1,1), N'NULL')" in raise_block
@@ -246,7 +302,10 @@ def test_vendor_scall_update_has_the_seeds_structure() -> None:
 
 def test_composite_key_text_and_identity_rules() -> None:
     upd = D.procedure_sql(CASES["composite_key"], "U")
-    assert "if (substring(@bitmap,1,1) & 1 = 1) or (substring(@bitmap,1,1) & 2 = 2) or (substring(@bitmap,1,1) & 4 = 4)" in upd
+    assert (
+        "if (substring(@bitmap,1,1) & 1 = 1) or (substring(@bitmap,1,1) & 2 = 2) or (substring(@bitmap,1,1) & 4 = 4)"
+        in upd
+    )
     assert "+ N', '" in upd and "and [AddressTypeID] = @pkc3" in upd
     dele = D.procedure_sql(CASES["composite_key"], "D")
     assert "@param3=13234" in dele and "replicated DELETE command" in dele
@@ -270,30 +329,36 @@ def test_call_sql_and_unsupported_syntaxes() -> None:
 
 
 # -- identifiers, literals, types -------------------------------------------------------
-@pytest.mark.parametrize("ident, quoted", [
-    ("Vendor", "[Vendor]"),  # plain
-    ("Order Details", "[Order Details]"),  # space
-    ("a]b", "[a]]b]"),  # closing bracket is doubled (QUOTENAME's rule)
-    ("]", "[]]]"),  # only a closing bracket
-    ("[x]", "[[x]]]"),  # opening bracket needs no escape
-    ("it's", "[it's]"),  # single quote is literal inside brackets
-    ('say "hi"', '[say "hi"]'),  # double quotes too
-    ("x--y", "[x--y]"),  # comment marker stays inside the identifier
-    ("x]; DROP TABLE t; --", "[x]]; DROP TABLE t; --]"),  # injection attempt stays one identifier
-    ("名前Ünï", "[名前Ünï]"),  # Unicode
-    ("tab\there", "[tab\there]"),  # control characters other than NUL are allowed
-    ("x" * 128, "[" + "x" * 128 + "]"),  # sysname's limit
-])
+@pytest.mark.parametrize(
+    "ident, quoted",
+    [
+        ("Vendor", "[Vendor]"),  # plain
+        ("Order Details", "[Order Details]"),  # space
+        ("a]b", "[a]]b]"),  # closing bracket is doubled (QUOTENAME's rule)
+        ("]", "[]]]"),  # only a closing bracket
+        ("[x]", "[[x]]]"),  # opening bracket needs no escape
+        ("it's", "[it's]"),  # single quote is literal inside brackets
+        ('say "hi"', '[say "hi"]'),  # double quotes too
+        ("x--y", "[x--y]"),  # comment marker stays inside the identifier
+        ("x]; DROP TABLE t; --", "[x]]; DROP TABLE t; --]"),  # injection attempt stays one identifier
+        ("名前Ünï", "[名前Ünï]"),  # Unicode
+        ("tab\there", "[tab\there]"),  # control characters other than NUL are allowed
+        ("x" * 128, "[" + "x" * 128 + "]"),  # sysname's limit
+    ],
+)
 def test_quote(ident: str, quoted: str) -> None:
     assert D.quote(ident) == quoted
     assert quoted[1:-1].replace("]]", "]") == ident  # round trip
 
 
-@pytest.mark.parametrize("ident", [
-    "",  # SQL Server rejects empty delimited names
-    "a\x00b",  # NUL ends strings in the driver
-    "x" * 129,  # longer than sysname
-])
+@pytest.mark.parametrize(
+    "ident",
+    [
+        "",  # SQL Server rejects empty delimited names
+        "a\x00b",  # NUL ends strings in the driver
+        "x" * 129,  # longer than sysname
+    ],
+)
 def test_quote_rejects(ident: str) -> None:
     with pytest.raises(UnsupportedError):
         D.quote(ident)
@@ -309,9 +374,19 @@ def test_literal() -> None:
 
 def test_type_map_covers_every_base() -> None:
     assert set(D.TYPE_MAP) == set(_BASES)
-    cases = {"nvarchar(max)": "nvarchar(max)", "varbinary(max)": "varbinary(max)", "decimal(12,2)": "decimal(12,2)",
-             "datetime2": "datetime2(7)", "time(3)": "time(3)", "timestamp": "binary(8)", "rowversion": "binary(8)",
-             "money": "money", "char(10)": "char(10)", "xml": "xml", "uniqueidentifier": "uniqueidentifier"}
+    cases = {
+        "nvarchar(max)": "nvarchar(max)",
+        "varbinary(max)": "varbinary(max)",
+        "decimal(12,2)": "decimal(12,2)",
+        "datetime2": "datetime2(7)",
+        "time(3)": "time(3)",
+        "timestamp": "binary(8)",
+        "rowversion": "binary(8)",
+        "money": "money",
+        "char(10)": "char(10)",
+        "xml": "xml",
+        "uniqueidentifier": "uniqueidentifier",
+    }
     for text, sql in cases.items():
         assert D.type_sql(parse_type(text)) == sql
     for bad in ("char(max)", "nchar(max)", "nvarchar(4001)", "varchar(8001)"):
@@ -323,46 +398,163 @@ def test_type_map_covers_every_base() -> None:
 MS18 = "[Microsoft][ODBC Driver 18 for SQL Server]"
 MS17 = "[Microsoft][ODBC Driver 17 for SQL Server]"
 FTDS = "[FreeTDS]"
-ROW_MSG = ("The row was not found at the Subscriber when applying the replicated UPDATE command for "
-           "Table '[Purchasing].[Vendor]' with Primary Key(s): [VendorID] = 7")
+ROW_MSG = (
+    "The row was not found at the Subscriber when applying the replicated UPDATE command for "
+    "Table '[Purchasing].[Vendor]' with Primary Key(s): [VendorID] = 7"
+)
 
 
-@pytest.mark.parametrize("args, cls, code, transient, lost", [
-    # sp_MSreplraiserror (RAISERROR, severity 16 -> SQLSTATE 42000)
-    (("42000", f"[42000] {MS18}[SQL Server]{ROW_MSG} (20598) (SQLExecDirectW)"), "ROW_NOT_FOUND", "20598", False, False),
-    # our THROW fallback, reported as 20598
-    (("42000", f"[42000] {MS18}[SQL Server]{ROW_MSG} (120598) (SQLExecDirectW)"), "ROW_NOT_FOUND", "20598", False, False),
-    (("42000", f"[42000] {FTDS}[SQL Server]{ROW_MSG} (120598) (SQLExecDirectW)"), "ROW_NOT_FOUND", "20598", False, False),
-    # 2627 with its "statement has been terminated" record; "(1)" in the text is the key value
-    (("23000", f"[23000] {MS17}[SQL Server]Violation of PRIMARY KEY constraint 'PK__Departme__B2079BCDAA8166F6'. "
-      "Cannot insert duplicate key in object 'dbo.Departments'. The duplicate key value is (1). (2627) (SQLExecDirectW); "
-      f"[01000] {MS17}[SQL Server]The statement has been terminated. (3621)"), "DUPLICATE_KEY", "2627", False, False),
-    # 2601 whose key value looks like an error number
-    (("23000", f"[23000] {MS18}[SQL Server]Cannot insert duplicate key row in object 'Sales.Customer' with unique "
-      "index 'AK_Customer_rowguid'. The duplicate key value is (547). (2601) (SQLExecDirectW)"), "DUPLICATE_KEY", "2601", False, False),
-    (("23000", f"[23000] {FTDS}[SQL Server]Violation of PRIMARY KEY constraint 'PK_t'. Cannot insert duplicate key in "
-      "object 'dbo.t'. The duplicate key value is (1205). (2627) (SQLExecDirectW)"), "DUPLICATE_KEY", "2627", False, False),
-    (("23000", f"[23000] {MS18}[SQL Server]The INSERT statement conflicted with the FOREIGN KEY constraint "
-      "\"FK_Vendor_BusinessEntity_BusinessEntityID\". The conflict occurred in database \"applier\", table "
-      "\"Person.BusinessEntity\", column 'BusinessEntityID'. (547) (SQLExecDirectW)"), "FOREIGN_KEY", "547", False, False),
-    # lock timeout: classification reads the number, whatever SQLSTATE the driver maps it to
-    (("HY000", f"[HY000] {MS18}[SQL Server]Lock request time out period exceeded. (1222) (SQLExecDirectW)"),
-     "LOCK_TIMEOUT", "1222", False, False),
-    (("40001", f"[40001] {MS18}[SQL Server]Transaction (Process ID 57) was deadlocked on lock resources with another "
-      "process and has been chosen as the deadlock victim. Rerun the transaction. (1205) (SQLExecDirectW)"),
-     "DEADLOCK", "1205", True, False),
-    (("40001", f"[40001] {FTDS}[SQL Server]Transaction (Process ID 53) was deadlocked on lock resources with another "
-      "process and has been chosen as the deadlock victim. Rerun the transaction. (1205) (SQLExecute)"), "DEADLOCK", "1205", True, False),
-    # lost connections: SQLSTATE class 08, or a session killed on the server
-    (("08S01", f"[08S01] {MS18}TCP Provider: Error code 0x68 (104) (SQLExecDirectW)"), "OTHER", "104", True, True),
-    (("08S01", f"[08S01] {MS17}Communication link failure (0) (SQLExecDirectW)"), "OTHER", "08S01", True, True),
-    (("08S01", f"[08S01] {FTDS}[SQL Server]Write to the server failed (20006) (SQLExecDirectW)"), "OTHER", "20006", True, True),
-    (("HY000", f"[HY000] {MS18}[SQL Server]Cannot continue the execution because the session is in the kill state. "
-      "(596) (SQLExecDirectW)"), "OTHER", "596", True, True),
-    # anything else
-    (("42S02", f"[42S02] {MS18}[SQL Server]Invalid object name 'dbo.nope'. (208) (SQLExecDirectW)"), "OTHER", "208", False, False),
-    (("boom",), "OTHER", "?", False, False),
-])
+@pytest.mark.parametrize(
+    "args, cls, code, transient, lost",
+    [
+        # sp_MSreplraiserror (RAISERROR, severity 16 -> SQLSTATE 42000)
+        (
+            ("42000", f"[42000] {MS18}[SQL Server]{ROW_MSG} (20598) (SQLExecDirectW)"),
+            "ROW_NOT_FOUND",
+            "20598",
+            False,
+            False,
+        ),
+        # our THROW fallback, reported as 20598
+        (
+            ("42000", f"[42000] {MS18}[SQL Server]{ROW_MSG} (120598) (SQLExecDirectW)"),
+            "ROW_NOT_FOUND",
+            "20598",
+            False,
+            False,
+        ),
+        (
+            ("42000", f"[42000] {FTDS}[SQL Server]{ROW_MSG} (120598) (SQLExecDirectW)"),
+            "ROW_NOT_FOUND",
+            "20598",
+            False,
+            False,
+        ),
+        # 2627 with its "statement has been terminated" record; "(1)" in the text is the key value
+        (
+            (
+                "23000",
+                f"[23000] {MS17}[SQL Server]Violation of PRIMARY KEY constraint 'PK__Departme__B2079BCDAA8166F6'. "
+                "Cannot insert duplicate key in object 'dbo.Departments'. The duplicate key value is (1). (2627) (SQLExecDirectW); "
+                f"[01000] {MS17}[SQL Server]The statement has been terminated. (3621)",
+            ),
+            "DUPLICATE_KEY",
+            "2627",
+            False,
+            False,
+        ),
+        # 2601 whose key value looks like an error number
+        (
+            (
+                "23000",
+                f"[23000] {MS18}[SQL Server]Cannot insert duplicate key row in object 'Sales.Customer' with unique "
+                "index 'AK_Customer_rowguid'. The duplicate key value is (547). (2601) (SQLExecDirectW)",
+            ),
+            "DUPLICATE_KEY",
+            "2601",
+            False,
+            False,
+        ),
+        (
+            (
+                "23000",
+                f"[23000] {FTDS}[SQL Server]Violation of PRIMARY KEY constraint 'PK_t'. Cannot insert duplicate key in "
+                "object 'dbo.t'. The duplicate key value is (1205). (2627) (SQLExecDirectW)",
+            ),
+            "DUPLICATE_KEY",
+            "2627",
+            False,
+            False,
+        ),
+        (
+            (
+                "23000",
+                f"[23000] {MS18}[SQL Server]The INSERT statement conflicted with the FOREIGN KEY constraint "
+                '"FK_Vendor_BusinessEntity_BusinessEntityID". The conflict occurred in database "applier", table '
+                "\"Person.BusinessEntity\", column 'BusinessEntityID'. (547) (SQLExecDirectW)",
+            ),
+            "FOREIGN_KEY",
+            "547",
+            False,
+            False,
+        ),
+        # lock timeout: classification reads the number, whatever SQLSTATE the driver maps it to
+        (
+            (
+                "HY000",
+                f"[HY000] {MS18}[SQL Server]Lock request time out period exceeded. (1222) (SQLExecDirectW)",
+            ),
+            "LOCK_TIMEOUT",
+            "1222",
+            False,
+            False,
+        ),
+        (
+            (
+                "40001",
+                f"[40001] {MS18}[SQL Server]Transaction (Process ID 57) was deadlocked on lock resources with another "
+                "process and has been chosen as the deadlock victim. Rerun the transaction. (1205) (SQLExecDirectW)",
+            ),
+            "DEADLOCK",
+            "1205",
+            True,
+            False,
+        ),
+        (
+            (
+                "40001",
+                f"[40001] {FTDS}[SQL Server]Transaction (Process ID 53) was deadlocked on lock resources with another "
+                "process and has been chosen as the deadlock victim. Rerun the transaction. (1205) (SQLExecute)",
+            ),
+            "DEADLOCK",
+            "1205",
+            True,
+            False,
+        ),
+        # lost connections: SQLSTATE class 08, or a session killed on the server
+        (
+            ("08S01", f"[08S01] {MS18}TCP Provider: Error code 0x68 (104) (SQLExecDirectW)"),
+            "OTHER",
+            "104",
+            True,
+            True,
+        ),
+        (
+            ("08S01", f"[08S01] {MS17}Communication link failure (0) (SQLExecDirectW)"),
+            "OTHER",
+            "08S01",
+            True,
+            True,
+        ),
+        (
+            ("08S01", f"[08S01] {FTDS}[SQL Server]Write to the server failed (20006) (SQLExecDirectW)"),
+            "OTHER",
+            "20006",
+            True,
+            True,
+        ),
+        (
+            (
+                "HY000",
+                f"[HY000] {MS18}[SQL Server]Cannot continue the execution because the session is in the kill state. "
+                "(596) (SQLExecDirectW)",
+            ),
+            "OTHER",
+            "596",
+            True,
+            True,
+        ),
+        # anything else
+        (
+            ("42S02", f"[42S02] {MS18}[SQL Server]Invalid object name 'dbo.nope'. (208) (SQLExecDirectW)"),
+            "OTHER",
+            "208",
+            False,
+            False,
+        ),
+        (("boom",), "OTHER", "?", False, False),
+    ],
+)
 def test_classify(args: tuple[str, ...], cls: str, code: str, transient: bool, lost: bool) -> None:
     exc = Exception(*args)
     c = D.classify(exc)
@@ -390,7 +582,8 @@ def test_progress_sql_parses_and_binds_in_order() -> None:
     assert order == ["subscription", "stream", "last_lsn", "last_round"]
     assert D.create_schema_sql("o'k]") == "IF SCHEMA_ID(N'o''k]') IS NULL EXEC(N'CREATE SCHEMA [o''k]]]')"
     assert D.drop_table_sql(CASES["vendor"]) == [
-        "IF OBJECT_ID(N'[Purchasing].[Vendor]', N'U') IS NOT NULL DROP TABLE [Purchasing].[Vendor]"]
+        "IF OBJECT_ID(N'[Purchasing].[Vendor]', N'U') IS NOT NULL DROP TABLE [Purchasing].[Vendor]"
+    ]
 
 
 def test_split_script() -> None:

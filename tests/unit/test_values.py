@@ -1,0 +1,100 @@
+"""Canonical value encoding: every supported type round-trips, NULL included, and a value
+that does not fit its column is refused with the column named."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import uuid
+
+import pytest
+
+from applier.articles import Column, parse_type
+from applier.values import ValueError_, dumps_image, encode, to_param, validate_encoded
+
+
+def col(t: str, nullable: bool = True) -> Column:
+    return Column("c", parse_type(t), nullable=nullable)
+
+
+ROUND_TRIPS = [
+    # (type, python value as a driver returns it)
+    ("int", 2**31 - 1),
+    ("bigint", -(2**63)),
+    ("tinyint", 255),
+    ("bit", True),
+    ("decimal(12,2)", decimal.Decimal("-1234567890.12")),
+    ("money", decimal.Decimal("922337203685477.5807")),
+    ("float", 0.1),
+    ("real", 1.5),
+    ("nvarchar(10)", "é'\";--中"),
+    ("nvarchar(max)", "x" * 10000),
+    ("varchar(5)", ""),  # empty string is not NULL
+    ("nchar(4)", "ab  "),
+    ("varbinary(max)", b"\x00\xff\x10"),
+    ("uniqueidentifier", uuid.UUID("12345678-1234-5678-1234-567812345678")),
+    ("date", dt.date(1900, 1, 1)),
+    ("datetime2", dt.datetime(2024, 2, 29, 23, 59, 59, 999999)),
+    ("time", dt.time(12, 0, 0, 1)),
+]
+
+
+@pytest.mark.parametrize("t,v", ROUND_TRIPS, ids=[r[0] for r in ROUND_TRIPS])
+def test_round_trip_through_json(t, v):
+    c = col(t)
+    enc = encode(c, v)
+    back = json.loads(json.dumps(enc))  # what a change file carries
+    assert validate_encoded(c, back) == enc
+    assert encode(c, to_param(c.type, enc)) == enc
+
+
+@pytest.mark.parametrize("t", [r[0] for r in ROUND_TRIPS])
+def test_null_round_trips(t):
+    assert encode(col(t), None) is None
+    assert validate_encoded(col(t), None) is None
+
+
+def test_uuid_case_is_normalised():
+    c = col("uniqueidentifier")
+    assert encode(c, "85F0E0D4-0163-4B6E-B74F-A9298E14486D") == "85f0e0d4-0163-4b6e-b74f-a9298e14486d"
+
+
+def test_decimal_takes_the_column_scale():
+    assert encode(col("decimal(12,2)"), decimal.Decimal("1.5")) == "1.50"
+    assert encode(col("decimal(12,2)"), "7") == "7.00"
+
+
+REFUSED = [
+    # (type, value from a file, words of the error)
+    ("int", "12", "expected an integer"),
+    ("int", 1.5, "expected an integer"),
+    ("int", 2**31, "out of range"),
+    ("tinyint", -1, "out of range"),
+    ("bit", "yes", "expected a boolean"),
+    ("decimal(4,2)", "123.45", "precision"),
+    ("decimal(12,2)", "abc", "decimal"),
+    ("nvarchar(3)", "abcd", "longer than 3"),
+    ("nvarchar(3)", 5, "expected text"),
+    ("varbinary(max)", "not base64!", "base64"),
+    ("date", "2024-13-01", "ISO 8601"),
+    ("uniqueidentifier", "nope", "uniqueidentifier"),
+    ("float", float("nan"), "finite"),
+]
+
+
+@pytest.mark.parametrize("t,v,words", REFUSED, ids=[f"{r[0]}-{r[1]!r}" for r in REFUSED])
+def test_value_that_does_not_fit_is_refused_with_the_column_named(t, v, words):
+    with pytest.raises(ValueError_) as e:
+        validate_encoded(col(t), v)
+    assert "column 'c'" in str(e.value)
+    assert words in str(e.value)
+
+
+def test_null_in_not_null_column_is_refused():
+    with pytest.raises(ValueError_, match="NOT NULL"):
+        validate_encoded(col("int", nullable=False), None)
+
+
+def test_images_compare_by_text():
+    assert dumps_image({"b": 1, "a": "x"}) == dumps_image({"a": "x", "b": 1})
