@@ -35,7 +35,7 @@ class Workload:
     initial_rows: int = 2000
     transactions: int = 2000
     commands_per_transaction: int = 5
-    key_update_share: float = 0.1
+    key_update_share: float = 0.01
     chain_length: int = 3
     seed: int = 42
 

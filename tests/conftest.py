@@ -34,3 +34,28 @@ def target(pg):  # type: ignore[no-untyped-def]
     from applier.targets.odbc import preflight
 
     return preflight(pg.odbc_connection_string(), "embedded PostgreSQL (tests)")
+
+
+TARGETS = [
+    pytest.param("embedded", id="embedded"),
+    pytest.param("postgres-container", id="postgres-container", marks=pytest.mark.docker),
+    pytest.param("mssql", id="mssql", marks=pytest.mark.docker),
+]
+
+
+@pytest.fixture(scope="session", params=TARGETS)
+def any_target(request, pg):  # type: ignore[no-untyped-def]
+    """Every kind of subscriber: the embedded PostgreSQL here, containers where Docker runs."""
+    from applier.targets.odbc import preflight
+
+    if request.param == "embedded":
+        return preflight(pg.odbc_connection_string(), "embedded PostgreSQL (tests)")
+    from applier.targets.containers import container_target, docker_available
+
+    ok, why = docker_available()
+    if not ok:
+        pytest.skip(why)
+    cm = container_target(request.param)
+    c = cm.__enter__()
+    request.addfinalizer(lambda: cm.__exit__(None, None, None))
+    return preflight(c.odbc_connection_string(), f"{request.param} container (tests)")

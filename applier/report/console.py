@@ -57,7 +57,7 @@ def write_json(report: dict[str, Any], path: str | Path) -> Path:
 def print_summary(report: dict[str, Any], console: Console | None = None, show: int = 5) -> None:
     c = console or Console()
     for line in report["reset_log"][:10]:
-        c.print(f"[yellow]{line}[/]")
+        c.print(f"[yellow]{line}[/]", soft_wrap=True)
     if len(report["reset_log"]) > 10:
         c.print(f"[yellow]... {len(report['reset_log']) - 10} more resets[/]")
     t = Table(title="applier run", show_header=False, title_justify="left")

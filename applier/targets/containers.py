@@ -147,7 +147,7 @@ class ContainerTarget:
 def _require_docker() -> None:
     ok, reason = docker_available()
     if not ok:
-        raise TargetError(reason)
+        raise TargetError(f"a container target needs a Docker engine (testcontainers): {reason}")
 
 
 def _testcontainers(module: str) -> Any:

@@ -69,6 +69,11 @@ def rows(target, sql: str, *params: Any) -> list[tuple[Any, ...]]:  # type: igno
         conn.close()
 
 
+def table_ref(target, table: str, schema: str = "dbo") -> str:  # type: ignore[no-untyped-def]
+    """schema.table quoted by the target's own dialect."""
+    return target.dialect.qualified(schema, table)
+
+
 def table_exists(target, schema: str, table: str) -> bool:  # type: ignore[no-untyped-def]
     return bool(
         rows(

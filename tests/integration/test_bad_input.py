@@ -32,16 +32,16 @@ CASES = [
 
 
 @pytest.mark.parametrize("case,bad,words", CASES, ids=[c[0] for c in CASES])
-def test_bad_change_file_names_the_place_and_applies_nothing(spark, target, tmp_path, case, bad, words):
+def test_bad_change_file_names_the_place_and_applies_nothing(spark, any_target, tmp_path, case, bad, words):
     table = f"bad_{case}"
     f = write_jsonl(tmp_path / "changes.jsonl", _records(table, bad))
     with pytest.raises(InputError) as e:
-        run(spark, config(table), target, changes=f)
+        run(spark, config(table), any_target, changes=f)
     msg = str(e.value)
     assert str(f) in msg
     for w in words:
         assert w in msg, msg
-    assert not table_exists(target, "dbo", table), "nothing may be applied"
+    assert not table_exists(any_target, "dbo", table), "nothing may be applied"
 
 
 def test_unreachable_target_is_a_clear_error_without_the_password():
@@ -63,11 +63,11 @@ def test_bad_connection_string_is_rejected():
         preflight("Server=127.0.0.1;Database=x;Pwd=s3cret")
 
 
-def test_duplicate_lsn_is_rejected(spark, target, tmp_path):
+def test_duplicate_lsn_is_rejected(spark, any_target, tmp_path):
     table = "bad_dup_lsn"
     recs = _records(table, {})
     recs[2]["lsn"] = recs[1]["lsn"]
     f = write_jsonl(tmp_path / "changes.jsonl", recs)
     with pytest.raises(InputError, match="lsn=2097153 appears 2 times"):
-        run(spark, config(table), target, changes=f)
-    assert not table_exists(target, "dbo", table)
+        run(spark, config(table), any_target, changes=f)
+    assert not table_exists(any_target, "dbo", table)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.helpers import config, key_update, rows, run, streams_of, write_jsonl
+from tests.integration.helpers import config, key_update, rows, run, streams_of, table_ref, write_jsonl
 
 pytestmark = pytest.mark.integration
 
@@ -33,39 +33,39 @@ def _streams_apart(spark, cfg, records, tmp_path) -> int:
     raise AssertionError("keys 1 and 2 never land on different streams")
 
 
-def test_chain_in_one_round_raises_20598_resets_and_converges(spark, target, tmp_path):
+def test_chain_in_one_round_raises_20598_resets_and_converges(spark, any_target, tmp_path):
     table = "chain_one_round"
     records = _chain(table)
     n = _streams_apart(spark, config(table), records, tmp_path)
     cfg = config(table, streams=n, batch=100)
     changes = write_jsonl(tmp_path / "chain.jsonl", records)
-    result, report = run(spark, cfg, target, changes=changes, snapshot=_snapshot(tmp_path, table))
+    result, report = run(spark, cfg, any_target, changes=changes, snapshot=_snapshot(tmp_path, table))
 
     assert report["conflicts"]["row_not_found"] >= 1
     assert report["resets"] == 1
     assert any(f"reset from {n} to 1" in line for line in report["reset_log"])
     assert report["outcomes"].get("reapplied") == 2
     assert report["verdict"] == "converged" and result.exit_code == 0
-    assert rows(target, f'SELECT id FROM dbo."{table}"') == [(3,)]
+    assert rows(any_target, f"SELECT id FROM {table_ref(any_target, table)}") == [(3,)]
 
 
-def test_chain_across_two_rounds_raises_nothing(spark, target, tmp_path):
+def test_chain_across_two_rounds_raises_nothing(spark, any_target, tmp_path):
     table = "chain_two_rounds"
     records = _chain(table)
     n = _streams_apart(spark, config(table), records, tmp_path)
     cfg = config(table, streams=n, batch=1)  # one transaction per round
     changes = write_jsonl(tmp_path / "chain.jsonl", records)
-    result, report = run(spark, cfg, target, changes=changes, snapshot=_snapshot(tmp_path, table))
+    result, report = run(spark, cfg, any_target, changes=changes, snapshot=_snapshot(tmp_path, table))
 
     assert report["rounds"] == 2
     assert sum(report["conflicts"].values()) == 0
     assert report["resets"] == 0
     assert report["outcomes"] == {"applied": 2}
     assert report["verdict"] == "converged"
-    assert rows(target, f'SELECT id FROM dbo."{table}"') == [(3,)]
+    assert rows(any_target, f"SELECT id FROM {table_ref(any_target, table)}") == [(3,)]
 
 
-def test_progress_table_written_in_the_commit(spark, target, tmp_path):
+def test_progress_table_written_in_the_commit(spark, any_target, tmp_path):
     """Each stream's watermark names the last lsn it committed."""
     table = "chain_progress"
     records = _chain(table)
@@ -73,11 +73,13 @@ def test_progress_table_written_in_the_commit(spark, target, tmp_path):
     run(
         spark,
         cfg,
-        target,
+        any_target,
         changes=write_jsonl(tmp_path / "c.jsonl", records),
         snapshot=_snapshot(tmp_path, table),
     )
     got = rows(
-        target, "SELECT max(last_lsn), max(last_round) FROM applier.progress WHERE subscription = ?", table
+        any_target,
+        "SELECT max(last_lsn), max(last_round) FROM applier.progress WHERE subscription = ?",
+        table,
     )
     assert got == [(records[-1]["lsn"], 1)]

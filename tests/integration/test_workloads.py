@@ -12,7 +12,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.mark.parametrize("workload", ["key-chains", "uniform"])
 @pytest.mark.parametrize("n", [1, 2, 4, 8])
-def test_workload_converges(spark, target, workload, n):
+def test_workload_converges(spark, any_target, workload, n):
     cfg = demo_config().replace(
         workload=Workload(
             kind=workload,
@@ -25,7 +25,7 @@ def test_workload_converges(spark, target, workload, n):
         ),
         run=RunSettings(subscription=f"{workload}-{n}", streams=n, commit_batch_size=50),
     )
-    result, report = run(spark, cfg, target)
+    result, report = run(spark, cfg, any_target)
     assert report["verdict"] == "converged", report["divergent"][:3]
     assert result.exit_code == 0
     assert report["commands"] == 400 * 5
