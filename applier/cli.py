@@ -34,7 +34,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("apply")
     g.add_argument("--streams", "-n", type=int, help="subscription streams N (1..64)")
     g.add_argument("--commit-batch-size", type=int, help="transactions per round (default 100)")
-    g.add_argument("--partition", choices=["key-hash", "single"])
+    g.add_argument("--partition", choices=["key-hash", "single", "round-robin", "writeset"])
+    g.add_argument("--model", choices=["agent", "independent"], help="apply model (default agent)")
     g.add_argument("--lock-timeout-ms", type=int)
     g.add_argument("--error-policy", help="strict | skip:<codes> | continue-on-data-consistency-errors")
     g.add_argument("--subscription")
@@ -56,7 +57,7 @@ def _config(a: argparse.Namespace) -> Config:
         if v is not None:
             w[f] = v
     r: dict[str, Any] = {}
-    for f in ("streams", "commit_batch_size", "partition", "lock_timeout_ms", "subscription"):
+    for f in ("streams", "commit_batch_size", "partition", "model", "lock_timeout_ms", "subscription"):
         v = getattr(a, f, None)
         if v is not None:
             r[f] = v
@@ -194,12 +195,34 @@ def parser() -> argparse.ArgumentParser:
     pr.add_argument("--config", "--articles", dest="config")
     pr.add_argument("--out", help="folder: one script per article")
     pr.set_defaults(func=cmd_procs)
+    _register_extra(sub)
     return p
+
+
+# Commands that live with their stage: each module has register(subparsers) adding its
+# sub-command with set_defaults(func=...). Listed explicitly; a missing module is skipped.
+EXTRA_COMMANDS = ("applier.lint.command", "applier.matrix.command", "applier.bench.command")
+
+
+def _register_extra(sub: Any) -> list[str]:
+    import importlib
+
+    names = []
+    for mod in EXTRA_COMMANDS:
+        try:
+            m = importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name and mod.startswith(e.name):
+                continue
+            raise
+        names.append(m.register(sub))
+    return names
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in ("run", "generate", "procs", "-h", "--help", "-v", "--verbose"):
+    known = ("run", "generate", "procs", "lint", "matrix", "bench", "-h", "--help", "-v", "--verbose")
+    if not argv or argv[0] not in known:
         argv = ["run", *argv]
     a = parser().parse_args(argv)
     if a.command is None:

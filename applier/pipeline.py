@@ -19,7 +19,8 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from applier.apply.agent import AgentJob, run_agent
+from applier.apply import apply_model
+from applier.apply.agent import AgentJob
 from applier.apply.connection import connect
 from applier.apply.install import install, load_snapshot
 from applier.errors import ApplierError
@@ -190,7 +191,7 @@ def run(
         poller.start()
         t = time.perf_counter()
         try:
-            events = run_agent(spark, planned, job, str(wd / "events"))
+            events = apply_model(rs.model)(spark, planned, job, str(wd / "events"))
         finally:
             stop.set()
             poller.join(timeout=5)

@@ -23,8 +23,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 WORKLOADS = ("uniform", "key-chains")
-PARTITIONS = ("key-hash", "single")
-MODELS = ("agent",)
+PARTITIONS = ("key-hash", "single", "round-robin", "writeset")
+MODELS = ("agent", "independent")
 
 
 @dataclass(frozen=True)
