@@ -26,5 +26,9 @@ lint: setup ## ruff and mypy
 	$(BIN)/ruff format --check applier tests
 	$(BIN)/mypy
 
+bench: setup ## benchmark: ceiling, applier and PostgreSQL's logical apply at N=1,2,4,8 (BENCH_ARGS="--commands 200000")
+	@$(BIN)/python -c "import matplotlib" 2>/dev/null || $(BIN)/python -m pip install -q -e ".[bench]"
+	$(BIN)/applier bench --out $(OUT)/bench $(BENCH_ARGS)
+
 clean: ## remove the virtual environment and outputs
 	rm -rf $(VENV) $(OUT) .pytest_cache .mypy_cache .ruff_cache

@@ -45,6 +45,10 @@ _BASES: dict[str, str] = {
     "image": "bytes",
     "timestamp": "bytes",
     "rowversion": "bytes",
+    # hierarchyid travels in its canonical text form ('/1/2/', hierarchyid::ToString()):
+    # SQL Server converts that text to hierarchyid implicitly (hierarchyid::Parse) when it is
+    # bound to a hierarchyid parameter; PostgreSQL, which has no such type, stores the text.
+    "hierarchyid": "str",
 }
 _INT_RANGES = {
     "tinyint": (0, 255),
@@ -182,6 +186,11 @@ class Article:
     update: Delivery = field(default_factory=lambda: Delivery(Syntax.SCALL))
     delete: Delivery = field(default_factory=lambda: Delivery(Syntax.CALL))
     filter: str | None = None
+    # Constraints the subscriber has besides the primary key (a unique index, a foreign key
+    # added at the subscriber): they create ordering hazards, and writeset partitioning
+    # treats their values as keys. references: (columns, parent article, parent columns).
+    unique: tuple[tuple[str, ...], ...] = ()
+    references: tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from applier.errors import ApplierError
+from applier.errors import ApplierError, ConfigError
 from applier.settings import Config, ErrorPolicy, RunSettings, Workload, demo_config, load_config
 
 
@@ -82,6 +82,8 @@ def cmd_run(a: argparse.Namespace) -> int:
 
     console = Console(stderr=False)
     config = _config(a)
+    if config.subscriptions:  # [[subscriptions]]: one subscriber database each
+        return _run_subscriptions(a, config, console)
     with open_target(a.target, keep=a.keep) as target:
         console.print(f"target: {target.description}")
         spark = spark_session(config.run.streams)
@@ -113,11 +115,82 @@ def cmd_run(a: argparse.Namespace) -> int:
                 custom_sql=[Path(p) for p in a.custom_sql or []],
                 progress=progress,
                 on_phase=phase,
+                resume=a.resume,
             )
         report = report_dict(result, config, target.description)
         print_summary(report, console)
         if a.report:
             console.print(f"report: {write_json(report, a.report)}")
+        return result.exit_code
+
+
+def _run_subscriptions(a: argparse.Namespace, config: Config, console: Any) -> int:
+    """Several subscriptions: the embedded target gets one database per subscription (its
+    ``database``, default its name); a subscription with ``target`` uses that connection
+    string; any other --target needs a ``target`` on every subscription."""
+    import contextlib
+
+    from applier import pipeline
+    from applier.report.console import print_summary, report_dict, write_json
+    from applier.sparkenv import spark_session
+    from applier.targets.odbc import Target, preflight, redact
+
+    spec = (a.target or "embedded").strip()
+    need = [s.name for s in config.subscriptions if s.target is None]
+    if need and spec != "embedded":
+        raise ConfigError(
+            f"subscriptions {need} need a target: set `target` on each, or use --target embedded"
+        )
+    with contextlib.ExitStack() as stack:
+        targets: dict[str, Target] = {}
+        pg = None
+        if need:
+            from applier.targets.embedded import EmbeddedPostgres
+
+            pg = EmbeddedPostgres(keep=a.keep).start()
+            stack.callback(pg.stop)
+        for s in config.subscriptions:
+            if s.target is not None:
+                targets[s.name] = preflight(s.target, f"{s.name}: {redact(s.target)}")
+            else:
+                assert pg is not None
+                db = s.database or s.name
+                targets[s.name] = preflight(pg.create_database(db), f"{s.name}: embedded database {db}")
+        spark = spark_session(max([config.run.streams] + [s.streams or 0 for s in config.subscriptions]))
+        result = pipeline.run_subscriptions(
+            spark,
+            config,
+            targets,
+            changes=a.changes,
+            snapshot=a.snapshot,
+            work_dir=a.work_dir,
+            on_phase=None if a.quiet else (lambda t: console.print(f"[dim]- {t}[/]")),
+            custom_sql=[Path(p) for p in a.custom_sql or []],
+        )
+        for sub in result.subscriptions:
+            console.print(f"[bold]subscription {sub.name}[/] routing {sub.routing or 'nothing'}")
+            for st in sub.statements:
+                console.print(
+                    f"  rs_sqldml lsn {st['lsn']} {st['operator']} {st['category']} {st['rs_rowcount']} rows: "
+                    f"{st['sent_as']}{' (fallback)' if st['fallback'] else ''} - {st['reason']}"
+                )
+            for pr in sub.procedures:
+                console.print(
+                    f"  applied procedure lsn {pr['lsn']} {pr['procedure']}: sent as {pr['sent_as']}"
+                )
+            for ch in sub.schema_changes:
+                console.print(
+                    f"  schema change lsn {ch['lsn']} {ch['article']} -> version {ch['version']}: {ch['change']}"
+                )
+            print_summary(report_dict(sub.result, config, sub.target), console)
+        if a.report:
+            out = {
+                "subscriptions": [s.to_json() for s in result.subscriptions],
+                "exit_code": result.exit_code,
+            }
+            console.print(f"report: {write_json(out, a.report)}")
+        if pg is not None and a.keep:
+            console.print(f"embedded PostgreSQL left running (--keep): {pg.odbc_connection_string()}")
         return result.exit_code
 
 
@@ -135,18 +208,38 @@ def cmd_generate(a: argparse.Namespace) -> int:
 
 
 def cmd_procs(a: argparse.Namespace) -> int:
+    """One install script per article and dialect, as sp_scriptpublicationcustomprocs writes
+    them: the generated procedures of every operation applied by a default procedure, and a
+    comment for the others (custom procedures are the user's, SQL statements need none but
+    the dialect's support objects, NONE is not replicated)."""
+    from applier.articles import Syntax
     from applier.dialects import DIALECTS
+    from applier.dialects.base import OPS
 
     config = load_config(a.config) if a.config else demo_config()
     dialect = DIALECTS[a.dialect]()
     sep = "\ngo\n" if a.dialect == "tsql" else "\n"
+    end = "" if a.dialect == "tsql" else ";"
     scripts: list[tuple[str, str]] = []
     for art in config.articles:
-        parts = [f"-- article {art.name}"]
+        how = ", ".join(f"{OPS[op]} {art.delivery(op).syntax.value}" for op in "IUD")
+        parts = [f"-- article {art.name} ({how}); {dialect.name} install script generated by applier"]
+        if any(art.delivery(op).syntax == Syntax.SQL for op in "IUD"):
+            parts += [s.rstrip() + end for s in dialect.support_sql()]
         for op in "IUD":
+            d = art.delivery(op)
             sql = dialect.procedure_sql(art, op)
             if sql:
-                parts.append(sql.rstrip() + (";" if a.dialect == "postgres" else ""))
+                parts.append(sql.rstrip() + end)
+            elif d.procedure:
+                parts.append(
+                    f"-- {OPS[op]}: custom procedure {d.procedure} ({d.syntax.value} syntax) is not generated; "
+                    "install it with --custom-sql"
+                )
+            elif d.syntax == Syntax.SQL:
+                parts.append(f"-- {OPS[op]}: applied as SQL statements, no procedure")
+            else:
+                parts.append(f"-- {OPS[op]}: NONE, not replicated")
         scripts.append((art.name, sep.join(parts) + sep))
     if a.out:
         out = Path(a.out)
@@ -180,6 +273,11 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--report", help="write the JSON report here")
     r.add_argument("--work-dir", help="where intermediate files go (default: a temporary directory)")
+    r.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run of the same stream on --target from its progress table",
+    )
     r.add_argument(
         "--keep", action="store_true", help="leave the embedded PostgreSQL running and print how to reach it"
     )

@@ -22,8 +22,9 @@ from pyspark.sql import functions as F
 from applier.apply import apply_model
 from applier.apply.agent import AgentJob
 from applier.apply.connection import connect
+from applier.apply.constraints import add_constraints
 from applier.apply.install import install, load_snapshot
-from applier.errors import ApplierError
+from applier.errors import ApplierError, InputError
 from applier.partition.strategies import partition, with_rounds
 from applier.settings import Config
 from applier.sources.dataset import ChangeSet, generate, read_changes
@@ -127,6 +128,7 @@ def summarize(
         "conflicts": by_class,
         "outcomes": outcomes,
         "skipped": outcomes.get("skipped", 0),
+        "deferred": outcomes.get("deferred", 0),
         "applied": applied,
         "streams": job.streams,
         "stream_stats": streams,
@@ -147,7 +149,15 @@ def run(
     custom_sql: Sequence[Path] = (),
     progress: Progress | None = None,
     on_phase: Callable[[str], None] | None = None,
+    resume: bool = False,
 ) -> RunResult:
+    """One run. ``resume``: the subscriber already holds an earlier run of the same stream and
+    subscription (crashed or stopped): keep its tables and progress rows, and let every stream
+    skip what its progress row shows committed — nothing lost, nothing applied twice."""
+    from applier.sources.hazards import effective_config
+
+    if changes is None:
+        config = effective_config(config)
     progress = progress or (lambda *_: None)
     say = on_phase or (lambda _: None)
     rs = config.run
@@ -159,15 +169,26 @@ def run(
     try:
         say("reading changes" if changes else f"generating {config.workload.kind} workload")
         cs = load_changes(spark, config, changes, snapshot)
-        say("installing tables and procedures")
-        install(target, config.articles, rs.subscription, custom_sql=custom_sql)
-        loaded = load_snapshot(cs.snapshot, target, config.articles)
+        if changes is not None and cs.changes.where(F.col("op").isin("DDL", "SQL", "PROC")).limit(1).count():
+            raise InputError(
+                f"{changes}: schema change (DDL), statement (SQL) and procedure (PROC) events are applied "
+                "per subscription: "
+                "add a [[subscriptions]] section (run_subscriptions)"
+            )
+        if resume:
+            say("resuming from the progress table")
+            loaded = 0
+        else:
+            say("installing tables and procedures")
+            install(target, config.articles, rs.subscription, custom_sql=custom_sql)
+            loaded = load_snapshot(cs.snapshot, target, config.articles)
+            add_constraints(target, config.articles)
         phases["prepare"] = time.perf_counter() - t
 
         t = time.perf_counter()
         say(f"partitioning ({rs.partition}, {rs.streams} streams)")
-        parted = partition(cs.changes, rs.partition, rs.streams)
-        planned, n_rounds = with_rounds(parted, rs.commit_batch_size)
+        indexed, n_rounds = with_rounds(cs.changes, rs.commit_batch_size)
+        planned = partition(indexed, rs.partition, rs.streams, config.articles)
         planned = planned.persist(StorageLevel.MEMORY_AND_DISK)
         stats = planned.agg(F.count("*").alias("c"), F.countDistinct("xact_seqno").alias("x")).collect()[0]
         commands, transactions = int(stats["c"]), int(stats["x"])
@@ -218,6 +239,160 @@ def run(
         cs.unpersist()
         failed = "the single connection hit an error the policy does not skip" if summary["fatal"] else None
         return RunResult(verdict, summary, phases, failed)
+    finally:
+        if own_dir:
+            shutil.rmtree(wd, ignore_errors=True)
+
+
+# -- several subscriptions (Replication Server semantics) --------------------------------
+@dataclass
+class SubscriptionResult:
+    """One subscription's run: its RunResult plus what distribute and the barriers did."""
+
+    name: str
+    target: str
+    result: RunResult
+    routing: dict[str, int] = field(default_factory=dict)  # "U>D": commands turned into deletes ...
+    statements: list[dict[str, Any]] = field(default_factory=list)
+    schema_changes: list[dict[str, Any]] = field(default_factory=list)
+    procedures: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "subscription": self.name,
+            "target": self.target,
+            "verdict": self.result.verdict.to_json(),
+            "exit_code": self.result.exit_code,
+            "failed": self.result.failed,
+            "routing": self.routing,
+            "statements": self.statements,
+            "schema_changes": self.schema_changes,
+            "procedures": self.procedures,
+            "summary": self.result.summary,
+        }
+
+
+@dataclass
+class MultiRunResult:
+    subscriptions: list[SubscriptionResult]
+
+    @property
+    def exit_code(self) -> int:
+        return max((s.result.exit_code for s in self.subscriptions), default=0)
+
+    def by_name(self, name: str) -> SubscriptionResult:
+        return next(s for s in self.subscriptions if s.name == name)
+
+
+def run_subscriptions(
+    spark: SparkSession,
+    config: Config,
+    targets: dict[str, Target],
+    *,
+    changes: str | Path | None = None,
+    snapshot: str | Path | None = None,
+    work_dir: str | Path | None = None,
+    on_phase: Callable[[str], None] | None = None,
+    custom_sql: Sequence[Path] = (),
+) -> MultiRunResult:
+    """Distribute one stream to every subscription of ``config.subscriptions`` (each with its
+    own subscriber database in ``targets``, by subscription name) and apply it in segments cut
+    at schema changes and statements; verify each against the oracle filtered its way."""
+    from applier.apply.events import EVENT_SCHEMA
+    from applier.apply.segments import apply_segments
+    from applier.distribute.routing import filter_rows, route, sub_articles
+    from applier.settings import Subscription
+    from applier.sources.events import Schemas
+    from applier.verify.oracle import subscription_oracle
+
+    say = on_phase or (lambda _: None)
+    rs = config.run
+    subs = config.subscriptions or (Subscription(rs.subscription),)
+    missing = [s.name for s in subs if s.name not in targets]
+    if missing:
+        raise ApplierError(f"no subscriber database for subscription(s) {missing}")
+    own_dir = work_dir is None
+    wd = Path(tempfile.mkdtemp(prefix="applier-work-")) if own_dir else Path(work_dir)  # type: ignore[arg-type]
+    wd.mkdir(parents=True, exist_ok=True)
+    try:
+        say("reading changes" if changes else f"generating {config.workload.kind} workload")
+        cs = load_changes(spark, config, changes, snapshot)
+        by_name = {a.name: a for a in config.articles}
+        schemas = cs.schemas or Schemas.build(by_name, [])
+        names = tuple(by_name)
+        # Schema changes and statements: few, collected once (row commands never are).
+        stream_events = cs.changes.where(F.col("op").isin("DDL", "SQL", "PROC")).orderBy("lsn").collect()
+        has_sql = any(r["op"] in ("SQL", "PROC") for r in stream_events)
+        out = []
+        for sub in subs:
+            target = targets[sub.name]
+            phases: dict[str, float] = {}
+            t = time.perf_counter()
+            say(f"{sub.name}: distributing")
+            routed = route(cs.changes, schemas, sub, has_sql).persist(StorageLevel.MEMORY_AND_DISK)
+            routing = {
+                f"{r['source_op']}>{r['op']}": int(r["count"])
+                for r in routed.where(F.col("op").isin("I", "U", "D"))
+                .groupBy("source_op", "op")
+                .count()
+                .collect()
+            }
+            first = sub_articles(schemas, sub, {})
+            say(f"{sub.name}: installing tables and procedures")
+            install(target, first, sub.name, custom_sql=custom_sql)
+            snap = filter_rows(cs.snapshot.withColumn("schema_version", F.lit(1)), schemas, sub, final=False)
+            loaded = load_snapshot(snap, target, first)
+            phases["prepare"] = time.perf_counter() - t
+            streams = sub.streams or rs.streams
+            seg = apply_segments(
+                spark, routed, schemas, sub, target, rs, streams, wd, sub.full_copy(names), say, stream_events
+            )
+            phases["apply"] = seg.apply_seconds
+            events = seg.events if seg.events is not None else spark.createDataFrame([], EVENT_SCHEMA)
+            job = AgentJob(
+                target.connection_string,
+                target.dialect_name,
+                first,
+                sub.name,
+                streams,
+                seg.rounds,
+                rs.lock_timeout_ms,
+                rs.error_policy,
+            )
+            summary = summarize(events, job, seg.commands, seg.transactions, seg.apply_seconds)
+            summary.update(
+                snapshot_rows=loaded,
+                source=cs.origin,
+                target=target.description,
+                segments=seg.segments,
+            )
+            t = time.perf_counter()
+            say(f"{sub.name}: verifying")
+            final = sub_articles(schemas, sub, {n: len(v) for n, v in schemas.versions.items()})
+            try:
+                expected = subscription_oracle(cs.changes, cs.snapshot, schemas, sub)
+                found = read_target(spark, target, final)
+                verdict = verify(expected, found, routed.where(F.col("op").isin("I", "U", "D")), events)
+            except Exception as e:  # noqa: BLE001 - a checker that crashes says unknown, never passes
+                if isinstance(e, ApplierError):
+                    raise
+                verdict = Verdict(UNKNOWN, reason=f"verification failed: {type(e).__name__}: {e}")
+            phases["verify"] = time.perf_counter() - t
+            routed.unpersist()
+            failed = "the single connection hit an error the policy does not skip" if seg.fatal else None
+            out.append(
+                SubscriptionResult(
+                    sub.name,
+                    target.description,
+                    RunResult(verdict, summary, phases, failed),
+                    routing,
+                    seg.statements,
+                    seg.schema_changes,
+                    seg.procedures,
+                )
+            )
+        cs.unpersist()
+        return MultiRunResult(out)
     finally:
         if own_dir:
             shutil.rmtree(wd, ignore_errors=True)

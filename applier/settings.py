@@ -22,7 +22,17 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-WORKLOADS = ("uniform", "key-chains")
+HAZARD_WORKLOADS = (
+    "key-chain",
+    "key-swap",
+    "delete-reinsert",
+    "vacated-insert",
+    "reorder",
+    "unique-shuffle",
+    "parent-child",
+    "hot-key",
+)
+WORKLOADS = ("uniform", "key-chains", "updates", *HAZARD_WORKLOADS)
 PARTITIONS = ("key-hash", "single", "round-robin", "writeset")
 MODELS = ("agent", "independent")
 
@@ -111,11 +121,46 @@ class RunSettings:
 
 
 @dataclass(frozen=True)
+class ArticleSubscription:
+    """One article as a subscription takes it: a row filter and a column list."""
+
+    article: str
+    where: str | None = None  # a Spark SQL condition over the article columns (`quoted` names)
+    columns: tuple[str, ...] | None = None  # None: every column, including columns added later
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """A subscriber database with its row filters and column lists ([[subscriptions]])."""
+
+    name: str
+    articles: tuple[ArticleSubscription, ...] | None = None  # None: every article, whole
+    database: str | None = None  # database in the embedded cluster (default: the name)
+    target: str | None = None  # an ODBC connection string instead
+    streams: int | None = None  # default: [run] streams
+    sqldml_threshold: int = 50  # rs_sqldml: statements of at least this many rows go as statements
+
+    def of(self, article: str) -> ArticleSubscription | None:
+        if self.articles is None:
+            return ArticleSubscription(article)
+        for a in self.articles:
+            if a.article == article:
+                return a
+        return None
+
+    def full_copy(self, all_articles: tuple[str, ...]) -> bool:
+        """Every article, every row, every column: a warm-standby-like copy (C2 allowed)."""
+        subs = [self.of(n) for n in all_articles]
+        return all(s is not None and s.where is None and s.columns is None for s in subs)
+
+
+@dataclass(frozen=True)
 class Config:
     articles: tuple[Article, ...]
     run: RunSettings = field(default_factory=RunSettings)
     workload: Workload = field(default_factory=Workload)
     source: str = "<defaults>"
+    subscriptions: tuple[Subscription, ...] = ()
 
     def article(self, name: str) -> Article:
         for a in self.articles:
@@ -127,12 +172,17 @@ class Config:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "source": self.source,
             "run": {**dataclasses.asdict(self.run), "error_policy": str(self.run.error_policy)},
             "workload": dataclasses.asdict(self.workload),
             "articles": [article_to_dict(a) for a in self.articles],
         }
+        if self.subscriptions:
+            out["subscriptions"] = [
+                {**dataclasses.asdict(s), "target": "***" if s.target else None} for s in self.subscriptions
+            ]
+        return out
 
 
 def article_to_dict(a: Article) -> dict[str, Any]:
@@ -194,7 +244,22 @@ def parse_article(d: Any, p: _Path, where: str) -> Article:
     if not isinstance(d, Mapping):
         raise p.err(where, "expected a table of article settings")
     _no_extra(
-        d, {"schema", "table", "name", "columns", "key", "insert", "update", "delete", "filter"}, p, where
+        d,
+        {
+            "schema",
+            "table",
+            "name",
+            "columns",
+            "key",
+            "insert",
+            "update",
+            "delete",
+            "filter",
+            "unique",
+            "references",
+        },
+        p,
+        where,
     )
     if "name" in d:
         name = _take(d, "name", str, p, where)
@@ -241,9 +306,37 @@ def parse_article(d: Any, p: _Path, where: str) -> Article:
                 kw[op] = Delivery.parse(op, _take(d, op, str, p, where))
             except ConfigError as e:
                 raise p.err(f"{where}.{op}", str(e)) from None
+    names = {c.name for c in columns}
+    unique: list[tuple[str, ...]] = []
+    for i, u in enumerate(_take(d, "unique", list, p, where, [])):
+        if not isinstance(u, list) or not u or any(c not in names for c in u):
+            raise p.err(f"{where}.unique[{i}]", f"expected a list of column names, got {u!r}")
+        unique.append(tuple(u))
+    refs: list[tuple[tuple[str, ...], str, tuple[str, ...]]] = []
+    for i, r in enumerate(_take(d, "references", list, p, where, [])):
+        rw = f"{where}.references[{i}]"
+        cols_ = r.get("columns") if isinstance(r, Mapping) else None
+        parent = r.get("article") if isinstance(r, Mapping) else None
+        pcols = r.get("parent_columns") if isinstance(r, Mapping) else None
+        if not (
+            isinstance(cols_, list)
+            and isinstance(parent, str)
+            and isinstance(pcols, list)
+            and len(cols_) == len(pcols)
+            and all(c in names for c in cols_)
+        ):
+            raise p.err(rw, "expected { columns = [...], article = 'schema.table', parent_columns = [...] }")
+        refs.append((tuple(cols_), parent, tuple(pcols)))
     try:
         return Article(
-            schema, table, tuple(columns), tuple(keys), filter=_take(d, "filter", str, p, where, None), **kw
+            schema,
+            table,
+            tuple(columns),
+            tuple(keys),
+            filter=_take(d, "filter", str, p, where, None),
+            unique=tuple(unique),
+            references=tuple(refs),
+            **kw,
         )
     except ConfigError as e:
         raise p.err(where, str(e)) from None
@@ -279,7 +372,7 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     p = _Path(source)
     if not isinstance(data, Mapping):
         raise p.err("top level", "expected a table with [run], [workload] and [[articles]]")
-    _no_extra(data, {"run", "workload", "articles"}, p, "top level")
+    _no_extra(data, {"run", "workload", "articles", "subscriptions"}, p, "top level")
     articles: tuple[Article, ...]
     if "articles" in data:
         raw = data["articles"]
@@ -297,7 +390,79 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     )
     workload = _dataclass_from(Workload, data.get("workload", {}), p, "workload")
     validate_workload(workload, p)
-    return Config(articles, run, workload, source)
+    subscriptions: tuple[Subscription, ...] = ()
+    if "subscriptions" in data:
+        raw_subs = data["subscriptions"]
+        if not isinstance(raw_subs, list) or not raw_subs:
+            raise p.err("subscriptions", "expected a non-empty list of subscriptions")
+        subscriptions = tuple(
+            parse_subscription(s, articles, p, f"subscriptions[{i}]") for i, s in enumerate(raw_subs)
+        )
+        names = [s.name for s in subscriptions]
+        dups = {n for n in names if names.count(n) > 1}
+        if dups:
+            raise p.err("subscriptions", f"duplicate subscription(s) {sorted(dups)}")
+    return Config(articles, run, workload, source, subscriptions)
+
+
+def parse_subscription(d: Any, articles: tuple[Article, ...], p: _Path, where: str) -> Subscription:
+    """[[subscriptions]]: name, database or target, streams, sqldml_threshold, and optionally
+    [[subscriptions.articles]] with name, where, columns (an article not listed is not taken)."""
+    if not isinstance(d, Mapping):
+        raise p.err(where, "expected a table of subscription settings")
+    _no_extra(d, {"name", "database", "target", "streams", "sqldml_threshold", "articles"}, p, where)
+    name = _take(d, "name", str, p, where)
+    if not name.strip():
+        raise p.err(f"{where}.name", "must not be empty")
+    streams = _take(d, "streams", int, p, where, None)
+    if streams is not None and not 1 <= streams <= 64:
+        raise p.err(f"{where}.streams", f"must be 1..64, got {streams}")
+    threshold = _take(d, "sqldml_threshold", int, p, where, 50)
+    if threshold < 1:
+        raise p.err(f"{where}.sqldml_threshold", f"must be positive, got {threshold}")
+    by_name = {a.name: a for a in articles}
+    subs: tuple[ArticleSubscription, ...] | None = None
+    if "articles" in d:
+        raw = _take(d, "articles", list, p, where)
+        got = []
+        for i, a in enumerate(raw):
+            aw = f"{where}.articles[{i}]"
+            if not isinstance(a, Mapping):
+                raise p.err(aw, "expected a table with name, where, columns")
+            _no_extra(a, {"name", "where", "columns"}, p, aw)
+            aname = _take(a, "name", str, p, aw)
+            art = by_name.get(aname)
+            if art is None:
+                raise p.err(f"{aw}.name", f"unknown article {aname!r} (known: {', '.join(sorted(by_name))})")
+            cond = _take(a, "where", str, p, aw, None)
+            if cond is not None and not cond.strip():
+                raise p.err(f"{aw}.where", "must not be empty")
+            cols: tuple[str, ...] | None = None
+            if "columns" in a:
+                clist = _take(a, "columns", list, p, aw)
+                if not all(isinstance(c, str) for c in clist):
+                    raise p.err(f"{aw}.columns", "expected a list of column names")
+                bad = [c for c in clist if c not in art.column_names]
+                if bad:
+                    raise p.err(f"{aw}.columns", f"{bad[0]!r} is not a column of {aname}")
+                missing = [k for k in art.key if k not in clist]
+                if missing:
+                    raise p.err(f"{aw}.columns", f"the key column {missing[0]!r} must be in the column list")
+                cols = tuple(c for c in art.column_names if c in clist)  # article order
+            got.append(ArticleSubscription(aname, cond, cols))
+        seen = [s.article for s in got]
+        dup = {n for n in seen if seen.count(n) > 1}
+        if dup:
+            raise p.err(f"{where}.articles", f"article(s) listed twice: {sorted(dup)}")
+        subs = tuple(got)
+    return Subscription(
+        name,
+        subs,
+        database=_take(d, "database", str, p, where, None),
+        target=_take(d, "target", str, p, where, None),
+        streams=streams,
+        sqldml_threshold=threshold,
+    )
 
 
 def validate_workload(w: Workload, p: _Path | None = None) -> None:
@@ -329,6 +494,11 @@ def load_config(path: str | Path) -> Config:
     except Exception as e:  # noqa: BLE001 - parser errors of three libraries, all reported alike
         raise ConfigError(f"{path}: not valid {path.suffix.lstrip('.') or 'TOML'}: {e}") from None
     return parse_config(data, str(path))
+
+
+def parse_article_dicts(items: list[dict[str, Any]], source: str) -> tuple[Article, ...]:
+    p = _Path(source)
+    return tuple(parse_article(a, p, f"articles[{i}]") for i, a in enumerate(items))
 
 
 def demo_articles() -> tuple[Article, ...]:

@@ -14,8 +14,10 @@ N to 1" — retrying transient errors with tenacity; the next round resumes with
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
+import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ from pyspark.sql import functions as F
 
 from applier.apply.connection import REAPPLY, RetryPolicy, connect
 from applier.apply.events import EVENT_SCHEMA, RESET_LOG, Events
+from applier.apply.rendezvous import Address, Coordinator, Rendezvous
 from applier.apply.sender import Failure, Row, Sender
 from applier.articles import Article
 from applier.dialects import DIALECTS
@@ -49,6 +52,7 @@ class AgentJob:
     lock_timeout_ms: int
     error_policy: ErrorPolicy
     retry: RetryPolicy = REAPPLY
+    rendezvous: Address | None = None  # set by run_streams for the stage
 
 
 class _Peek:
@@ -87,8 +91,6 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import BarrierTaskContext
 
-        from applier.apply.rendezvous import Rendezvous
-
         ctx = BarrierTaskContext.get()
         s = ctx.partitionId()
         dialect = DIALECTS[job.dialect_name]()
@@ -100,7 +102,8 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
         done_round = _read_progress(conn, job, s)
         upsert = dialect.progress_upsert_sql()
         peek = _Peek(_rows(batches))
-        rdv = Rendezvous(ctx, job.streams)
+        assert job.rendezvous is not None
+        rdv = Rendezvous(job.rendezvous, s)
         wait_s = 0.0
         n_cmds = 0
 
@@ -134,6 +137,7 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
                 continue
             n_cmds += len(share)
             t_round = time.perf_counter()
+            t_exec = time.time()
             calls = sender.calls(share)
             failure = sender.send(calls, [progress_call(s, share, r)] if share else ())
             skipped: list[tuple[Row, Failure]] = []
@@ -170,12 +174,13 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
             failures = [Failure.from_json(d) for d in map(json.loads, gathered) if d]
             if not failures:
                 conn.commit()
+                t_commit = time.time()
                 skipped_lsns = {row["lsn"] for row, _ in skipped}
                 for row, f in skipped:
-                    ev.command(row, "skipped", cls=f.cls, code=f.code, message=f.message)
+                    ev.command(row, "skipped", cls=f.cls, code=f.code, message=f.message, t_exec=t_exec)
                 for row in share:
                     if row["lsn"] not in skipped_lsns:
-                        ev.command(row, "applied")
+                        ev.command(row, "applied", t_exec=t_exec, t_commit=t_commit)
                 t_wait = time.perf_counter()
                 rdv.barrier()  # everyone committed before anyone starts the next round
                 wait_s += time.perf_counter() - t_wait
@@ -192,7 +197,14 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
             mine = failure.lsn if failure is not None else None
             for row in share:
                 if row["lsn"] == mine and failure is not None:
-                    ev.command(row, "conflict", cls=failure.cls, code=failure.code, message=failure.message)
+                    ev.command(
+                        row,
+                        "conflict",
+                        cls=failure.cls,
+                        code=failure.code,
+                        message=failure.message,
+                        t_exec=t_exec,
+                    )
                 else:
                     ev.command(row, "rolled_back")
             slim = [
@@ -261,6 +273,7 @@ def _reapply(
     sender: Sender, merged: list[Row], job: AgentJob, r: int, skip: Callable[[Failure], bool], ev: Events
 ) -> dict[str, Any]:
     """Stream 0 applies the whole round in commit order on its one connection."""
+    t_exec = time.time()
     calls = sender.calls(merged)
     by_stream: dict[int, list[Row]] = {}
     for row in merged:
@@ -302,12 +315,13 @@ def _reapply(
         skipped = []
     if failure is None:
         sender.conn.commit()
+        t_commit = time.time()
         skipped_lsns = {row["lsn"] for row, _ in skipped}
         for row, f in skipped:
-            ev.command(row, "skipped", cls=f.cls, code=f.code, message=f.message)
+            ev.command(row, "skipped", cls=f.cls, code=f.code, message=f.message, t_exec=t_exec)
         for row in merged:
             if row["lsn"] not in skipped_lsns:
-                ev.command(row, "reapplied")
+                ev.command(row, "reapplied", t_exec=t_exec, t_commit=t_commit)
         return {"fatal": False}
     sender.conn.rollback()
     for row in merged:
@@ -337,8 +351,33 @@ def route_values(spark: SparkSession, n: int) -> dict[int, int]:
     return route
 
 
-def run_agent(spark: SparkSession, planned: DataFrame, job: AgentJob, out_path: str) -> DataFrame:
-    """Apply ``planned`` (rows with stream and round) and write the events to ``out_path``."""
+STREAM_COLUMNS = [
+    "lsn",
+    "xact_seqno",
+    "xact_index",
+    "article",
+    "op",
+    "before",
+    "after",
+    "changed",
+    "key_before",
+    "key_after",
+    "stream",
+    "round",
+]
+Task = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+
+
+def run_streams(
+    spark: SparkSession,
+    planned: DataFrame,
+    job: AgentJob,
+    make_task: Callable[[AgentJob], Task],
+    out_path: str,
+) -> DataFrame:
+    """Run ``make_task(job)`` as one Spark barrier stage of N tasks, task i receiving stream i's
+    rows in lsn order, meeting through a coordinator on the driver; write the events the tasks
+    yield to ``out_path`` and return them."""
     slots = spark.sparkContext.defaultParallelism
     if slots < job.streams:
         from applier.errors import ConfigError
@@ -349,19 +388,7 @@ def run_agent(spark: SparkSession, planned: DataFrame, job: AgentJob, out_path: 
         )
     route = route_values(spark, job.streams)
     mapping = F.create_map(*[x for s, v in sorted(route.items()) for x in (F.lit(s), F.lit(v).cast("long"))])
-    cols = [
-        "lsn",
-        "xact_seqno",
-        "article",
-        "op",
-        "before",
-        "after",
-        "changed",
-        "key_before",
-        "key_after",
-        "stream",
-        "round",
-    ]
+    cols = STREAM_COLUMNS + (["deps"] if "deps" in planned.columns else [])
     routed = (
         planned.select(*cols)
         .withColumn("_route", mapping[F.col("stream")])
@@ -369,6 +396,19 @@ def run_agent(spark: SparkSession, planned: DataFrame, job: AgentJob, out_path: 
         .sortWithinPartitions("lsn")
         .drop("_route")
     )
-    events = routed.mapInArrow(stream_task(job), EVENT_SCHEMA, barrier=True)
-    events.write.mode("overwrite").parquet(out_path)
+    local = str(spark.sparkContext.master).startswith("local")
+    host = "127.0.0.1" if local else str(spark.conf.get("spark.driver.host") or socket.gethostname())
+    coordinator = Coordinator(job.streams, host=host, bind="127.0.0.1" if local else "")
+    coordinator.start()
+    try:
+        staged = dataclasses.replace(job, rendezvous=coordinator.address)
+        events = routed.mapInArrow(make_task(staged), EVENT_SCHEMA, barrier=True)
+        events.write.mode("overwrite").parquet(out_path)
+    finally:
+        coordinator.stop()
     return spark.read.parquet(out_path)
+
+
+def run_agent(spark: SparkSession, planned: DataFrame, job: AgentJob, out_path: str) -> DataFrame:
+    """Apply ``planned`` (rows with stream and round) with the agent model."""
+    return run_streams(spark, planned, job, stream_task, out_path)

@@ -4,7 +4,9 @@ Outcomes of a command: applied (committed in a parallel round), conflict (raised
 parallel round), rolled_back (its parallel round was rolled back), reapplied (applied on
 the single connection after a reset), skipped (error policy), failed (the single
 connection hit an error the policy does not skip: the run stops), not_applied (the run
-stopped first), resumed (an earlier run committed it, per the progress table).
+stopped first), resumed (an earlier run committed it, per the progress table), deferred
+(independent model: after a conflict in its stream, applied at the end on one connection).
+Times (epoch seconds): t_exec when the command's batch was sent, t_commit when it committed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import pyarrow as pa
 
 EVENT_SCHEMA = (
     "kind string, lsn long, xact_seqno long, stream int, round int, outcome string, "
-    "class string, code string, message string, article string, key string, n long, seconds double"
+    "class string, code string, message string, article string, key string, n long, seconds double, "
+    "t_exec double, t_commit double"
 )
 _ARROW = pa.schema(
     [
@@ -33,9 +36,21 @@ _ARROW = pa.schema(
         ("key", pa.string()),
         ("n", pa.int64()),
         ("seconds", pa.float64()),
+        ("t_exec", pa.float64()),
+        ("t_commit", pa.float64()),
     ]
 )
-OUTCOMES = ("applied", "conflict", "rolled_back", "reapplied", "skipped", "failed", "not_applied", "resumed")
+OUTCOMES = (
+    "applied",
+    "conflict",
+    "rolled_back",
+    "deferred",
+    "reapplied",
+    "skipped",
+    "failed",
+    "not_applied",
+    "resumed",
+)
 RESET_LOG = "Number of subscription streams has been reset from {n} to 1"
 
 
@@ -61,10 +76,28 @@ class Events:
         key: str | None = None,
         n: int | None = None,
         seconds: float | None = None,
+        t_exec: float | None = None,
+        t_commit: float | None = None,
     ) -> None:
         for col, v in zip(
             self.cols,
-            (kind, lsn, xact, stream, round_, outcome, cls, code, message, article, key, n, seconds),
+            (
+                kind,
+                lsn,
+                xact,
+                stream,
+                round_,
+                outcome,
+                cls,
+                code,
+                message,
+                article,
+                key,
+                n,
+                seconds,
+                t_exec,
+                t_commit,
+            ),
             strict=True,
         ):
             col.append(v)
@@ -77,6 +110,8 @@ class Events:
         cls: str | None = None,
         code: str | None = None,
         message: str | None = None,
+        t_exec: float | None = None,
+        t_commit: float | None = None,
     ) -> None:
         self.add(
             "command",
@@ -90,6 +125,8 @@ class Events:
             message=message,
             article=row["article"],
             key=row["key_before"] or row["key_after"],
+            t_exec=t_exec,
+            t_commit=t_commit,
         )
 
     def __len__(self) -> int:

@@ -76,10 +76,31 @@ def install(
                 raise ApplierError(f"{path}: cannot read custom procedure file: {e.strerror}") from None
             for stmt in dialect.split_script(text):
                 _exec(cur, stmt, f"running {path}")
+        _check_custom_procedures(cur, dialect, articles, custom_sql)
         conn.commit()
     finally:
         conn.close()
     return installed
+
+
+def _check_custom_procedures(
+    cur: Any, dialect: Dialect, articles: Sequence[Article], custom_sql: Sequence[Path]
+) -> None:
+    """Every custom procedure an article names must exist once the custom SQL has run: say so
+    here, before a run fails on its first call."""
+    for a in articles:
+        for op in "IUD":
+            d = a.delivery(op)
+            if not d.procedure:
+                continue
+            schema, name = dialect.proc_name(a, op)
+            found = cur.execute(dialect.procedure_exists_sql(), schema, name).fetchone()[0]
+            if not found:
+                files = ", ".join(str(p) for p in custom_sql) or "none given"
+                raise ApplierError(
+                    f"{a.name}: custom {d.syntax.value} procedure {d.procedure} is not installed at the "
+                    f"subscriber (custom SQL files: {files}); pass the file that creates it with --custom-sql"
+                )
 
 
 def _insert_many_sql(dialect: Dialect, article: Article, nrows: int) -> str:
@@ -134,5 +155,9 @@ def load_snapshot(
             conn.close()
         yield pa.RecordBatch.from_pydict({"n": pa.array([total], pa.int64())})
 
-    n = snapshot.repartition(partitions).mapInArrow(load, "n long").groupBy().sum("n").collect()[0][0]
+    # The generator's snapshot already comes in 16 partitions: merging them (coalesce) spares
+    # a shuffle of every image; fewer partitions than loaders are spread out (repartition).
+    have = snapshot.rdd.getNumPartitions()
+    spread = snapshot.coalesce(partitions) if have >= partitions else snapshot.repartition(partitions)
+    n = spread.mapInArrow(load, "n long").groupBy().sum("n").collect()[0][0]
     return int(n or 0)

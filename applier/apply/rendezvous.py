@@ -3,12 +3,14 @@
 Spark's ``BarrierTaskContext.barrier()/allGather()`` poll for completion in steps of one
 second (``Thread.sleep(1000)`` in BarrierTaskContext.runBarrier): measured here at 0.9-1.0 s
 per call, whatever the work. The agent meets its streams two or three times per round, so
-Spark's barrier is used once, to exchange where stream 0 listens (and a secret), and every
-later meeting goes through this coordinator: stream 0 runs a small TCP server, every stream
-(stream 0 included) connects, and ``all_gather`` costs one round trip on the local network.
+applier keeps Spark's barrier stage for what it is good at — starting the N tasks together —
+and meets through this coordinator instead: the driver runs a small TCP server for the stage
+(executors always reach the driver), every stream connects with the stage's secret, and
+``all_gather`` costs one round trip.
 
-A dead peer closes its socket; the server then closes every socket, so the others fail
-fast instead of waiting forever, and Spark fails the barrier stage as a whole.
+A stream that dies closes its socket; the server then drops every peer so that the others
+fail fast instead of waiting forever, and waits for a new set (Spark retries a failed
+barrier stage as a whole).
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ import secrets
 import socket
 import struct
 import threading
-from typing import Any
+from dataclasses import dataclass
 
 _HDR = struct.Struct("!I")
 _TIMEOUT_S = 6 * 3600.0  # a round may legitimately take long (lock waits, huge rounds)
+_BYE = b"\x00bye"
 
 
 def _send(sock: socket.socket, payload: bytes) -> None:
@@ -44,71 +47,92 @@ def _recv(sock: socket.socket) -> bytes:
     return _recv_exact(sock, n)
 
 
-class _Server(threading.Thread):
-    def __init__(self, n: int, token: str, bind: str) -> None:
+@dataclass(frozen=True)
+class Address:
+    """Where the streams of one stage meet; pickled into the stage's tasks."""
+
+    host: str
+    port: int
+    token: str
+    streams: int
+
+
+class Coordinator(threading.Thread):
+    """The driver's side: gathers one message from every stream and sends all to each."""
+
+    def __init__(self, streams: int, host: str = "127.0.0.1", bind: str | None = None) -> None:
         super().__init__(name="applier-rendezvous", daemon=True)
-        self.n = n
-        self.token = token
-        self.listener = socket.create_server((bind, 0))
-        self.listener.settimeout(300)
-        self.port = self.listener.getsockname()[1]
+        self.n = streams
+        self.token = secrets.token_hex(16)
+        self.listener = socket.create_server((bind if bind is not None else host, 0))
+        self.listener.settimeout(0.5)
+        self.address = Address(host, self.listener.getsockname()[1], self.token, streams)
+        self._halt = threading.Event()
         self.error: BaseException | None = None
 
-    def run(self) -> None:
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(timeout=5)
+        self.listener.close()
+
+    def _accept_all(self) -> list[socket.socket] | None:
         peers: dict[int, socket.socket] = {}
-        try:
-            while len(peers) < self.n:
-                conn, _ = self.listener.accept()
-                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                conn.settimeout(_TIMEOUT_S)
-                hello = json.loads(_recv(conn))
-                if hello.get("token") != self.token:
-                    conn.close()
-                    continue
-                peers[int(hello["stream"])] = conn
-            order = [peers[i] for i in range(self.n)]
-            while True:
-                msgs = [_recv(p) for p in order]
-                if all(m == b"\x00bye" for m in msgs):
-                    return
-                combined = b"[" + b",".join(msgs) + b"]"
-                for p in order:
-                    _send(p, combined)
-        except BaseException as e:  # noqa: BLE001 - any failure ends the rendezvous for all
-            self.error = e
-        finally:
-            for p in peers.values():
-                with contextlib.suppress(OSError):
+        while len(peers) < self.n:
+            if self._halt.is_set():
+                for p in peers.values():
                     p.close()
-            self.listener.close()
+                return None
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn.settimeout(60)
+            try:
+                hello = json.loads(_recv(conn))
+            except (OSError, ValueError):
+                conn.close()
+                continue
+            if hello.get("token") != self.token:
+                conn.close()
+                continue
+            conn.settimeout(_TIMEOUT_S)
+            old = peers.pop(int(hello["stream"]), None)
+            if old is not None:
+                old.close()
+            peers[int(hello["stream"])] = conn
+        return [peers[i] for i in range(self.n)]
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            order = self._accept_all()
+            if order is None:
+                return
+            try:
+                while True:
+                    msgs = [_recv(p) for p in order]
+                    if all(m == _BYE for m in msgs):
+                        break
+                    combined = b"[" + b",".join(msgs) + b"]"
+                    for p in order:
+                        _send(p, combined)
+            except (OSError, ValueError) as e:
+                self.error = e  # a stream died: drop them all; a retried stage connects anew
+            finally:
+                for p in order:
+                    with contextlib.suppress(OSError):
+                        p.close()
 
 
 class Rendezvous:
     """One stream's handle on the coordinator. Use ``all_gather`` and ``barrier``."""
 
-    def __init__(self, ctx: Any, n: int) -> None:
-        """ctx: the task's BarrierTaskContext. Costs one Spark allGather (about a second)."""
-        self.stream = ctx.partitionId()
-        self.n = n
-        self.server: _Server | None = None
-        infos = ctx.getTaskInfos()
-        host0 = infos[0].address.rsplit(":", 1)[0] if infos else "127.0.0.1"
-        local = host0 in ("localhost", "127.0.0.1", "::1") or all(
-            i.address == infos[0].address for i in infos
-        )
-        if self.stream == 0:
-            token = secrets.token_hex(16)
-            self.server = _Server(n, token, "127.0.0.1" if local else "")
-            self.server.start()
-            mine = json.dumps({"port": self.server.port, "token": token})
-        else:
-            mine = ""
-        where = json.loads(ctx.allGather(mine)[0])
-        host = "127.0.0.1" if local else host0
-        self.sock = socket.create_connection((host, where["port"]), timeout=60)
+    def __init__(self, address: Address, stream: int) -> None:
+        self.stream = stream
+        self.sock = socket.create_connection((address.host, address.port), timeout=60)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.settimeout(_TIMEOUT_S)
-        _send(self.sock, json.dumps({"token": where["token"], "stream": self.stream}).encode())
+        _send(self.sock, json.dumps({"token": address.token, "stream": stream}).encode())
 
     def all_gather(self, message: str) -> list[str]:
         """Every stream's message, in stream order, once all have sent theirs."""
@@ -120,7 +144,5 @@ class Rendezvous:
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
-            _send(self.sock, b"\x00bye")
+            _send(self.sock, _BYE)
         self.sock.close()
-        if self.server is not None:
-            self.server.join(timeout=10)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -54,6 +55,19 @@ class ProcParam:
     name: str
     type: SqlType | None
     default_null: bool = False
+
+
+def key_param(op: str, syntax: Syntax, index1: int, key_index1: int) -> str:
+    """Name of the parameter that carries a key column's original value.
+
+    XCALL passes whole before images (old-c1..old-cn for updates, c1..cn for deletes);
+    every other syntax passes the original key as pkc1..pkck (seed 003).
+    """
+    if syntax == Syntax.XCALL and op == "U":
+        return f"c{index1}_old"
+    if syntax == Syntax.XCALL and op == "D":
+        return f"c{index1}"
+    return f"pkc{key_index1}"
 
 
 def bitmap_width(ncols: int) -> int:
@@ -182,6 +196,7 @@ class Dialect:
                     "col": c,
                 }
             )
+        syntax = article.delivery(op).syntax
         keys = []
         for j, k in enumerate(article.key_columns, 1):
             i = article.column_names.index(k.name) + 1
@@ -193,9 +208,12 @@ class Dialect:
                     "i": i,
                     "type": self.type_sql(k.type),
                     "col": k,
+                    # the parameter holding the key's original value (where-clause, key text)
+                    "param": key_param(op, syntax, i, j),
+                    "identity": k.identity,
                 }
             )
-        key_identity = any(k.identity for k in article.key_columns)
+        branch_keys = [k for k in keys if not k["identity"]]
         return {
             "article": article,
             "table": self.table(article),
@@ -205,10 +223,14 @@ class Dialect:
             "keys": keys,
             "nonkey": [c for c in cols if not c["is_key"] and not c["identity"]],
             "settable": [c for c in cols if not c["identity"]],
-            "key_branch": not key_identity,
+            # DESIGN "Procedure generation facts": a key that is not an identity column gets
+            # the key-changed branch; an identity column is never in SET, so only the other
+            # key columns can change (a composite key of an order id and an identity line id).
+            "key_branch": bool(branch_keys),
+            "branch_keys": branch_keys,
             "params": self.proc_params(article, op),
             "width": bitmap_width(len(cols)),
-            "syntax": article.delivery(op).syntax.value,
+            "syntax": syntax.value,
         }
 
     def procedure_sql(self, article: Article, op: str) -> str | None:
@@ -218,6 +240,31 @@ class Dialect:
             return None
         template = f"{OPS[op]}_{d.syntax.value.lower()}.sql.j2"
         return self.render(template, **self.template_context(article, op))
+
+    def statement_sql(self, article: Article, op: str, set_cols: Sequence[str] = ()) -> str:
+        """SQL statement delivery (seed 002: "one row Transact-SQL statement"): one self-contained
+        statement list for op, with the generated procedures' zero-row check for updates and
+        deletes. Markers bind, in order: inserts c1..cn; updates the values of ``set_cols``
+        (article order) then pkc1..pkck; deletes pkc1..pkck
+        (:func:`applier.plan.calls.statement_params`).
+        """
+        ctx = self.template_context(article, op)
+        by_name = {c["name"]: c for c in ctx["cols"]}
+        ctx["set_cols"] = [by_name[n] for n in set_cols]
+        ctx.update(self.statement_context(ctx))
+        return self.render(f"{OPS[op]}_sql.sql.j2", **ctx).strip()
+
+    def statement_context(self, ctx: dict[str, Any]) -> dict[str, Any]:
+        """Dialect-specific additions to a statement template's context."""
+        return {}
+
+    def procedure_exists_sql(self) -> str:
+        """Parameters: schema, name. One row, one column: how many procedures are so named."""
+        raise NotImplementedError
+
+    def support_sql(self) -> list[str]:
+        """Objects the generated statements rely on, installed with the progress table."""
+        return []
 
     def create_table_sql(self, article: Article) -> str:
         return self.render("create_table.sql.j2", **self.template_context(article, "I"))

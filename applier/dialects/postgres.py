@@ -4,6 +4,10 @@ Row not found raises SQLSTATE ``RP598`` (class "RP", replication; implementation
 classes are allowed by the SQL standard) with DETAIL ``20598`` and a message naming the
 table and the key as SQL Server 2016+ does. Classification reads SQLSTATEs only.
 
+SQL statement delivery sends one statement per command: a data-modifying CTE whose row
+count goes to ``applier.require_rows`` (installed with the progress table), which raises the
+same RP598 when it is 0.
+
 Connections use psqlODBC with ``Protocol=7.4-1`` (an error aborts the transaction instead
 of the driver's per-statement savepoints, see reference/postgres-odbc-notes.md),
 ``UseServerSidePrepare=0`` (BEGIN and a whole batch of calls travel in one round trip,
@@ -65,6 +69,12 @@ class PostgresDialect(Dialect):
         "binary": "bytea",
         "varbinary": "bytea",
         "image": "bytea",
+        # Canonical text form of hierarchyid ('/1/2/'). Equality and keys behave; ordering
+        # does not (text sorts '/10/' before '/2/', hierarchyid depth-first), and the methods
+        # (GetLevel, IsDescendantOf...) are gone, so computed columns using them stay unreplicated.
+        "hierarchyid": "varchar(4000)",
+        # timestamp/rowversion are absent on purpose: their values cannot be written at a
+        # SQL Server subscriber either, and type_sql() says so (unsupported()).
     }
 
     def quote(self, ident: str) -> str:
@@ -126,7 +136,17 @@ class PostgresDialect(Dialect):
             " subscription text NOT NULL, stream integer NOT NULL,"
             " last_lsn bigint NOT NULL, last_round integer NOT NULL,"
             " PRIMARY KEY (subscription, stream))",
+            *self.support_sql(),
         ]
+
+    def procedure_exists_sql(self) -> str:
+        return (
+            "SELECT count(*) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n "
+            "ON n.oid = p.pronamespace WHERE n.nspname = ? AND p.proname = ? AND p.prokind = 'p'"
+        )
+
+    def support_sql(self) -> list[str]:
+        return [self.render("require_rows.sql.j2").strip()]
 
     def progress_upsert_sql(self) -> str:
         return (

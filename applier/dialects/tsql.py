@@ -7,6 +7,10 @@ an identity column, and after zero rows error 20598 through
 ``sp_MSreplraiserror @errorid=20598, @param1=N'[schema].[table]', @param2=@primarykey_text,
 @param3=13233`` (13234 for deletes).
 
+SQL statement delivery (seed 002) sends each update or delete as ``exec sp_executesql
+N'<statement + the same zero-row check>', N'<parameters>', ?, ...``: the statement's
+variables are its own even in a batch of many calls, and every value stays bound.
+
 Row not found without the replication procedures. A plain SQL Server (a container, a
 database where replication was never configured) may lack ``sp_MSreplraiserror``. The
 procedures then raise with ``THROW 120598, <message>, 1`` (:data:`ROW_NOT_FOUND_THROWN`):
@@ -117,6 +121,7 @@ class TsqlDialect(Dialect):
         "image": "image",
         "timestamp": "binary(8)",
         "rowversion": "binary(8)",
+        "hierarchyid": "hierarchyid",  # bound as its text form '/1/2/' (implicit Parse)
     }
 
     # -- identifiers and literals ------------------------------------------------------
@@ -179,6 +184,18 @@ class TsqlDialect(Dialect):
             raise self.unsupported(f"{OPS[op]} procedures with {d.syntax.value} syntax are not generated yet")
         create = self.render(template, **self.template_context(article, op))
         return f"{self.drop_procedure_sql(article, op)}\ngo\n{create}"
+
+    def statement_context(self, ctx: dict[str, Any]) -> dict[str, Any]:
+        """sp_executesql's parameter list and markers: the changed columns, then the key."""
+        decl = [f"@c{c['i']} {c['type']}" for c in ctx["set_cols"]]
+        decl += [f"@{k['param']} {k['type']}" for k in ctx["keys"]]
+        return {"param_decl": ",".join(decl), "markers": ", ".join("?" for _ in decl)}
+
+    def procedure_exists_sql(self) -> str:
+        return (
+            "SELECT count(*) FROM sys.procedures p JOIN sys.schemas s ON s.schema_id = p.schema_id "
+            "WHERE s.name = ? AND p.name = ?"
+        )
 
     def drop_procedure_sql(self, article: Article, op: str) -> str:
         ref = self.proc_ref(article, op)

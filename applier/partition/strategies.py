@@ -1,25 +1,32 @@
 """Partition: assign every command a stream. One function per strategy, one signature.
 
-A strategy takes the canonical change DataFrame and N and returns it with an integer
-``stream`` column in 0..N-1. Strategies are registered by name in STRATEGIES.
+A strategy takes the canonical change DataFrame with its dense ``xact_index`` (see
+:func:`with_rounds`), N and the articles, and returns it with an integer ``stream`` column in
+0..N-1 (and, for ``writeset``, a ``deps`` column). Strategies are registered by name in
+STRATEGIES.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterator, Sequence
 
-from pyspark.sql import Column, DataFrame
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-Strategy = Callable[[DataFrame, int], DataFrame]
+from applier.articles import Article
+
+Strategy = Callable[[DataFrame, int, Sequence[Article]], DataFrame]
+DEPS_TYPE = "array<struct<stream:int,lsn:long>>"
 
 
-def single(df: DataFrame, n: int) -> DataFrame:
+def single(df: DataFrame, n: int, articles: Sequence[Article]) -> DataFrame:
     """Everything on stream 0: the serial baseline."""
     return df.withColumn("stream", F.lit(0))
 
 
-def key_hash(df: DataFrame, n: int) -> DataFrame:
+def key_hash(df: DataFrame, n: int, articles: Sequence[Article]) -> DataFrame:
     """The Distribution Agent: hash of the key the target sees (the before image's key for
     updates and deletes, the after image's for inserts). A key change moves the row to
     another bucket: the documented 1->2, 2->3 hazard."""
@@ -27,14 +34,98 @@ def key_hash(df: DataFrame, n: int) -> DataFrame:
     return df.withColumn("stream", F.pmod(F.xxhash64(F.col("article"), key), F.lit(n)).cast("int"))
 
 
+def round_robin(df: DataFrame, n: int, articles: Sequence[Article]) -> DataFrame:
+    """Whole transactions dealt to streams in commit order: a naive parallel applier that
+    exposes every reordering, the silent ones included."""
+    return df.withColumn("stream", F.pmod(F.col("xact_index"), F.lit(n)).cast("int"))
+
+
+def write_keys(article: Article, before: str | None, after: str | None) -> list[str]:
+    """Every key a command reads or writes, as 'namespace key-json' strings: the primary key
+    of both images, each unique key's values, and the parent key of each foreign key."""
+    keys: set[str] = set()
+    for img_text in (before, after):
+        if not img_text:
+            continue
+        img = json.loads(img_text)
+        groups = [(article.name, article.key)]
+        groups += [(f"{article.name}#unique{i}", u) for i, u in enumerate(article.unique)]
+        for cols, parent, _pcols in article.references:
+            groups.append((parent, cols))
+        for ns, cols in groups:
+            if all(c in img for c in cols):
+                vals = [img[c] for c in cols]
+                if any(v is None for v in vals) and ns != article.name:
+                    continue  # a NULL unique value or foreign key constrains nothing
+                keys.add(ns + " " + json.dumps(vals, separators=(",", ":"), ensure_ascii=False))
+    return sorted(keys)
+
+
+def writeset(df: DataFrame, n: int, articles: Sequence[Article]) -> DataFrame:
+    """MySQL WRITESET / GoldenGate dependency style: each transaction depends on the latest
+    earlier transaction that touched any of its keys (primary, unique and foreign-key parent
+    keys of its before and after images), found with a window function over keys. Transactions
+    are dealt to streams in commit order; a stream applies one only once its dependencies are
+    committed, as its progress table shows. ``deps`` lists (stream, last lsn) to wait for."""
+    by_name = {a.name: a for a in articles}
+
+    def keys_of(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            xs, ks = [], []
+            for x, art, bef, aft in zip(
+                b.column("xact_index").to_pylist(),
+                b.column("article").to_pylist(),
+                b.column("before").to_pylist(),
+                b.column("after").to_pylist(),
+                strict=True,
+            ):
+                for k in write_keys(by_name[art], bef, aft):
+                    xs.append(x)
+                    ks.append(k)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(xs, pa.int64()), pa.array(ks, pa.string())], names=["xact_index", "wkey"]
+            )
+
+    touched = (
+        df.select("xact_index", "article", "before", "after")
+        .mapInArrow(keys_of, "xact_index long, wkey string")
+        .distinct()
+    )
+    prev = touched.withColumn(
+        "dep", F.lag("xact_index").over(Window.partitionBy("wkey").orderBy("xact_index"))
+    )
+    last_lsn = (
+        df.groupBy("xact_index").agg(F.max("lsn").alias("dep_lsn")).withColumnRenamed("xact_index", "dep")
+    )
+    deps = (
+        prev.where(F.col("dep").isNotNull())
+        .select("xact_index", "dep")
+        .distinct()
+        .join(last_lsn, "dep")
+        .withColumn("dep_stream", F.pmod(F.col("dep"), F.lit(n)).cast("int"))
+        .groupBy("xact_index", "dep_stream")
+        .agg(F.max("dep_lsn").alias("dep_lsn"))
+        .groupBy("xact_index")
+        .agg(
+            F.collect_list(
+                F.struct(F.col("dep_stream").alias("stream"), F.col("dep_lsn").alias("lsn"))
+            ).alias("deps")
+        )
+    )
+    out = round_robin(df, n, articles).join(deps, "xact_index", "left")
+    return out.withColumn("deps", F.coalesce(F.col("deps"), F.array().cast(DEPS_TYPE)))
+
+
 STRATEGIES: dict[str, Strategy] = {
     "single": single,
     "key-hash": key_hash,
+    "round-robin": round_robin,
+    "writeset": writeset,
 }
 
 
-def partition(df: DataFrame, strategy: str, n: int) -> DataFrame:
-    return STRATEGIES[strategy](df, n)
+def partition(df: DataFrame, strategy: str, n: int, articles: Sequence[Article] = ()) -> DataFrame:
+    return STRATEGIES[strategy](df, n, articles)
 
 
 def with_rounds(df: DataFrame, commit_batch_size: int) -> tuple[DataFrame, int]:

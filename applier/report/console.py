@@ -30,6 +30,8 @@ def report_dict(result: RunResult, config: Config, target: str) -> dict[str, Any
         "conflicts": s["conflicts"],
         "outcomes": s["outcomes"],
         "skipped": s["skipped"],
+        "deferred": s.get("deferred", 0),
+        "skips": v.skips,
         "divergent_rows": v.divergent_rows,
         "divergence": v.counts,
         "divergent": v.divergent,
@@ -77,7 +79,13 @@ def print_summary(report: dict[str, Any], console: Console | None = None, show: 
     conflicts = ", ".join(f"{k} {v}" for k, v in report["conflicts"].items() if v) or "none"
     t.add_row("conflicts", conflicts)
     if report["skipped"]:
-        t.add_row("skipped commands", str(report["skipped"]))
+        lost = (report.get("skips") or {}).get("rows_lost")
+        t.add_row(
+            "skipped commands",
+            str(report["skipped"]) + (f" (divergent rows they caused: {lost})" if lost is not None else ""),
+        )
+    if report.get("deferred"):
+        t.add_row("deferred commands", str(report["deferred"]))
     tp = report["throughput_cmds_per_s"]
     t.add_row("apply throughput", f"{tp:,.0f} commands/s ({report['apply_seconds']:.2f} s)" if tp else "-")
     t.add_row("rows expected / found", f"{report['rows_expected']} / {report['rows_found']}")
@@ -103,6 +111,8 @@ def print_summary(report: dict[str, Any], console: Console | None = None, show: 
             f"[red]{d['kind']}[/] {d['article']} key {d['key']}"
             + (f" columns {d['columns']}" if d["columns"] else "")
         )
+        if d.get("inverted"):
+            c.print(f"    [bold]inverted pair[/]: {d['inverted']['why']}", soft_wrap=True)
         for cmd in d["commands"]:
             c.print(
                 f"    lsn {cmd['lsn']} xact {cmd['xact_seqno']} {cmd['op']} "

@@ -7,12 +7,16 @@ record from any reader into a canonical row or raises InputError naming the plac
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from applier.articles import Article
 from applier.errors import InputError
 from applier.values import ValueError_, dumps_image, key_text, validate_encoded
+
+if TYPE_CHECKING:
+    from applier.sources.events import Schemas
 
 CHANGE_FIELDS = (
     "lsn",
@@ -32,6 +36,8 @@ CHANGE_SCHEMA = (
     "before string, after string, changed array<string>, key_before string, key_after string"
 )
 SNAPSHOT_SCHEMA = "article string, key string, image string"
+ROW_OPS = ("I", "U", "D")
+EVENT_OPS = ("DDL", "SQL", "PROC")  # schema change, SQL statement, applied procedure (sources.events)
 LSN_SHIFT = 20  # lsn = xact_seqno << 20 | command_id for generated streams
 
 
@@ -65,8 +71,38 @@ def _image(article: Article, raw: Any, where: str, *, full: bool) -> dict[str, A
     return out
 
 
-def validate_record(rec: Any, articles: Mapping[str, Article], place: str) -> tuple[Any, ...]:
-    """One decoded record -> canonical row tuple (CHANGE_FIELDS order), or InputError."""
+def _event_record(rec: Mapping[str, Any], op: str, name: str, lsn: int, where: str) -> tuple[str, str]:
+    """A DDL or SQL event -> (payload JSON, article) after validating the payload."""
+    from applier.sources.events import AppliedProcedure, SchemaChange, SqlStatement
+
+    raw = rec.get({"DDL": "ddl", "SQL": "sqldml", "PROC": "procedure"}[op])
+    if raw is None:
+        raw = rec.get("after")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{where}: {op} payload is not JSON: {e.msg}") from None
+    if op == "DDL":
+        version = rec.get("schema_version")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 2:
+            raise InputError(f"{where}: a DDL event needs the new schema_version (2 or more)")
+        payload = SchemaChange.parse(name, lsn, version, raw, where).payload()
+    elif op == "PROC":
+        payload = AppliedProcedure.parse(raw, where).payload()
+    else:
+        payload = SqlStatement.parse(raw, where).payload()
+    return json.dumps(payload, sort_keys=True, separators=(",", ":")), name
+
+
+def validate_record(
+    rec: Any, articles: Mapping[str, Article], place: str, schemas: Schemas | None = None
+) -> tuple[Any, ...]:
+    """One decoded record -> canonical row tuple (CHANGE_FIELDS order), or InputError.
+
+    With ``schemas``, a command of an article that has schema changes is validated against
+    its ``schema_version``, which must be the version in effect at its lsn (seed 001).
+    """
     if not isinstance(rec, Mapping):
         raise InputError(f"{place}: expected a JSON object, got {type(rec).__name__}")
 
@@ -92,8 +128,21 @@ def validate_record(rec: Any, articles: Mapping[str, Article], place: str) -> tu
     if article is None:
         raise InputError(f"{where}: unknown article {name!r} (known: {', '.join(sorted(articles))})")
     op = rec.get("op")
-    if op not in ("I", "U", "D"):
-        raise InputError(f"{where}: op must be I, U or D, got {op!r}")
+    if op in EVENT_OPS:
+        payload, _ = _event_record(rec, op, name, lsn, where)
+        return (lsn, xact, cmd, name, op, version, None, payload, [], None, None)
+    if op not in ROW_OPS:
+        raise InputError(f"{where}: op must be I, U, D, DDL, SQL or PROC, got {op!r}")
+    if schemas is not None and schemas.has_changes(name):
+        expected = schemas.version_at(name, lsn)
+        if version != expected:
+            raise InputError(
+                f"{where}: {name} is at schema_version {expected} here (DDL events before lsn {lsn}), "
+                f"the command says {version}"
+            )
+        at = schemas.at(name, version)
+        assert at is not None
+        article = at
     before = after = None
     if op in ("U", "D"):
         if rec.get("before") is None:

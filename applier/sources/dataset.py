@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from applier.sources.canonical import (
     validate_record,
     validate_snapshot_row,
 )
+from applier.sources.events import SchemaChange, Schemas
 from applier.sources.generator import LANES, generate_lane
 
 _ARROW_CHANGE = pa.schema(
@@ -57,6 +58,7 @@ class ChangeSet:
     changes: DataFrame
     snapshot: DataFrame
     origin: str
+    schemas: Schemas | None = field(default=None)  # None: no DDL events, every article at version 1
 
     def unpersist(self) -> None:
         self.changes.unpersist()
@@ -84,12 +86,15 @@ def _batches(rows: Iterator[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.
 
 def generate(spark: SparkSession, config: Config) -> ChangeSet:
     articles, workload = config.articles, config.workload
+    from applier.sources import hazards
+
+    lane_generator = hazards.generate_lane if workload.kind in hazards.HAZARDS else generate_lane
 
     def lanes(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         def rows() -> Iterator[tuple[Any, ...]]:
             for batch in it:
                 for lane in batch.column("id").to_pylist():
-                    for kind, r in generate_lane(articles, workload, int(lane)):
+                    for kind, r in lane_generator(articles, workload, int(lane)):
                         if kind == "snapshot":
                             yield ("snapshot", None, None, None, r[0], "S", 1, None, r[2], None, None, r[1])
                         else:
@@ -119,7 +124,11 @@ def _files(path: Path, suffixes: tuple[str, ...]) -> list[Path]:
 
 
 def _validate_lines(
-    spark: SparkSession, files: list[Path], articles: Mapping[str, Article], snapshot: bool
+    spark: SparkSession,
+    files: list[Path],
+    articles: Mapping[str, Article],
+    snapshot: bool,
+    schemas: Schemas | None = None,
 ) -> DataFrame:
     """JSON Lines files -> validated rows; InputError naming file:line on the first bad ones."""
     sc = spark.sparkContext
@@ -135,7 +144,7 @@ def _validate_lines(
                     row = (
                         validate_snapshot_row(rec, articles, place)
                         if snapshot
-                        else validate_record(rec, articles, place)
+                        else validate_record(rec, articles, place, schemas)
                     )
                     yield (None, *row)
                 except json.JSONDecodeError as e:
@@ -157,7 +166,9 @@ def _validate_lines(
     return spark.createDataFrame(rdd.map(lambda r: r[1:]), schema)
 
 
-def _validate_parquet(spark: SparkSession, path: Path, articles: Mapping[str, Article]) -> DataFrame:
+def _validate_parquet(
+    spark: SparkSession, path: Path, articles: Mapping[str, Article], schemas: Schemas | None = None
+) -> DataFrame:
     df = spark.read.parquet(str(path)).withColumn("_file", F.input_file_name())
     missing = [f for f in ("lsn", "xact_seqno", "command_id", "article", "op") if f not in df.columns]
     if missing:
@@ -172,7 +183,7 @@ def _validate_parquet(spark: SparkSession, path: Path, articles: Mapping[str, Ar
                 except json.JSONDecodeError as e:
                     return (f"{d['_file']}: lsn {d.get('lsn')}: {img} is not JSON: {e.msg}",)
         try:
-            return (None, *validate_record(d, articles, d["_file"]))
+            return (None, *validate_record(d, articles, d["_file"], schemas))
         except InputError as e:
             return (str(e),)
 
@@ -192,6 +203,39 @@ def _check_positions(df: DataFrame, origin: str) -> None:
             raise InputError(f"{origin}: {what} appears {dup[0]['count']} times; positions must be unique")
 
 
+def _schemas(
+    spark: SparkSession, articles: Mapping[str, Article], path: Path, files: list[Path] | None
+) -> Schemas | None:
+    """First pass: the DDL events (few) to the driver, so that every command can then be
+    validated against the article shape of its schema version. None when there are none."""
+    sc = spark.sparkContext
+    raw: list[tuple[str, Any]] = []
+    if files is None:
+        df = spark.read.parquet(str(path)).withColumn("_file", F.input_file_name())
+        if "op" in df.columns:
+            for r in df.where(F.col("op") == "DDL").collect():
+                d = r.asDict()
+                raw.append((f"{d['_file']}", d))
+    else:
+        for f in files:
+            for text, idx in sc.textFile(str(f)).zipWithIndex().filter(lambda t: '"DDL"' in t[0]).collect():
+                try:
+                    rec = json.loads(text)
+                except json.JSONDecodeError:
+                    continue  # reported with its line by the validation pass
+                if isinstance(rec, dict) and rec.get("op") == "DDL":
+                    raw.append((f"{f}:{idx + 1}", rec))
+    if not raw:
+        return None
+    changes: list[SchemaChange] = []
+    for place, rec in raw:
+        row = validate_record(rec, articles, place)
+        changes.append(
+            SchemaChange.parse(row[3], row[0], row[5], json.loads(row[7]), f"{place}: lsn {row[0]}")
+        )
+    return Schemas.build(articles, changes)
+
+
 def read_changes(
     spark: SparkSession, config: Config, path: str | Path, snapshot_path: str | Path | None = None
 ) -> ChangeSet:
@@ -201,12 +245,14 @@ def read_changes(
     articles = {a.name: a for a in config.articles}
     parquet = path.suffix.lower() == ".parquet" or (path.is_dir() and any(path.rglob("*.parquet")))
     if parquet:
-        changes = _validate_parquet(spark, path, articles)
+        schemas = _schemas(spark, articles, path, None)
+        changes = _validate_parquet(spark, path, articles, schemas)
     else:
         files = _files(path, (".jsonl", ".json", ".ndjson"))
         if not files:
             raise InputError(f"{path}: no .jsonl files found")
-        changes = _validate_lines(spark, files, articles, snapshot=False)
+        schemas = _schemas(spark, articles, path, files)
+        changes = _validate_lines(spark, files, articles, snapshot=False, schemas=schemas)
     changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
     _check_positions(changes, str(path))
     if snapshot_path is not None:
@@ -216,7 +262,7 @@ def read_changes(
         snap = _validate_lines(spark, _files(sp, (".jsonl", ".json", ".ndjson")), articles, snapshot=True)
     else:
         snap = spark.createDataFrame([], SNAPSHOT_SCHEMA)
-    return ChangeSet(changes, snap.persist(StorageLevel.MEMORY_AND_DISK), str(path))
+    return ChangeSet(changes, snap.persist(StorageLevel.MEMORY_AND_DISK), str(path), schemas)
 
 
 def write_changes(cs: ChangeSet, out: str | Path, fmt: str = "jsonl") -> tuple[Path, Path]:
@@ -233,6 +279,9 @@ def write_changes(cs: ChangeSet, out: str | Path, fmt: str = "jsonl") -> tuple[P
     # JSON Lines with images as objects (not JSON-in-a-string), key columns derived again on read.
     def to_json(r: Any) -> str:
         d = {f: r[f] for f in ("lsn", "xact_seqno", "command_id", "article", "op", "schema_version")}
+        if r["op"] in ("DDL", "SQL", "PROC"):  # events: the payload under its own name
+            d[{"DDL": "ddl", "SQL": "sqldml", "PROC": "procedure"}[r["op"]]] = json.loads(r["after"])
+            return json.dumps(d, ensure_ascii=False, separators=(",", ":"))
         d["before"] = json.loads(r["before"]) if r["before"] else None
         d["after"] = json.loads(r["after"]) if r["after"] else None
         d["changed"] = list(r["changed"] or [])

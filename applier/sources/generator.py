@@ -1,4 +1,4 @@
-"""Seeded change-stream generator: workloads ``uniform`` and ``key-chains``.
+"""Seeded change-stream generator: workloads ``uniform``, ``key-chains`` and ``updates``.
 
 The key space is cut into LANES lanes; lane l owns the key numbers k with k % LANES == l
 and the transactions t with (t - 1) % LANES == l, so each lane can be generated on its own
@@ -10,6 +10,8 @@ result does not depend on the number of Spark executors.
   ``key_update_share``.
 - key-chains: the same, but key updates form chains k1 -> k2 -> ... of ``chain_length``
   links, one link per transaction of the lane (the documented 1->2, 2->3 hazard).
+- updates: only single-row non-key updates of live rows of the initial snapshot (the
+  benchmark's stream: no conflicts at any N; a lane without rows falls back to inserts).
 """
 
 from __future__ import annotations
@@ -159,8 +161,11 @@ def generate_lane(
         for cmd_id in range(1, w.commands_per_transaction + 1):
             a = articles[rng.randrange(len(articles))]
             t = tables[a.name]
-            r = rng.random()
             lsn = make_lsn(xact, cmd_id)
+            if w.kind == "updates" and t.keys:
+                yield "change", (lsn, xact, cmd_id, a.name, "U", 1, *_plain_update(a, t, rng))
+                continue
+            r = rng.random()
             if r < p_key and t.keys:
                 ku = _key_update(a, t, w, rng, chains, touched_by_chain, xact)
                 if ku is not None:
@@ -210,32 +215,28 @@ def generate_lane(
                     ),
                 )
             else:
-                k = t.keys[rng.randrange(len(t.keys))]
-                before = t.rows[k]
-                after = dict(before)
-                candidates = [c for c in a.replicated if c.name not in a.key and not c.identity]
-                changed: list[str] = []
-                for c in rng.sample(candidates, min(len(candidates), rng.randint(1, 2))):
-                    after[c.name] = encode(c, random_value(c, rng))
-                    changed.append(c.name)
-                t.rows[k] = after
-                kt = key_text(a, before)
-                yield (
-                    "change",
-                    (
-                        lsn,
-                        xact,
-                        cmd_id,
-                        a.name,
-                        "U",
-                        1,
-                        dumps_image(before),
-                        dumps_image(after),
-                        [n for n in a.column_names if n in changed],
-                        kt,
-                        kt,
-                    ),
-                )
+                yield "change", (lsn, xact, cmd_id, a.name, "U", 1, *_plain_update(a, t, rng))
+
+
+def _plain_update(a: Article, t: _Table, rng: random.Random) -> tuple[Any, ...]:
+    """A non-key update of one random live row: one or two columns get new values."""
+    k = t.keys[rng.randrange(len(t.keys))]
+    before = t.rows[k]
+    after = dict(before)
+    candidates = [c for c in a.replicated if c.name not in a.key and not c.identity]
+    changed: list[str] = []
+    for c in rng.sample(candidates, min(len(candidates), rng.randint(1, 2))):
+        after[c.name] = encode(c, random_value(c, rng))
+        changed.append(c.name)
+    t.rows[k] = after
+    kt = key_text(a, before)
+    return (
+        dumps_image(before),
+        dumps_image(after),
+        [n for n in a.column_names if n in changed],
+        kt,
+        kt,
+    )
 
 
 def _key_update(

@@ -26,6 +26,7 @@ class Verdict:
     rows_expected: int = 0
     rows_found: int = 0
     reason: str | None = None
+    skips: dict[str, Any] = field(default_factory=dict)
 
     @property
     def divergent_rows(self) -> int:
@@ -40,6 +41,7 @@ class Verdict:
             "rows_found": self.rows_found,
             "reason": self.reason,
             "divergent": self.divergent,
+            "skips": self.skips,
         }
 
 
@@ -86,6 +88,7 @@ def verify(
         explained = explain(keys, changes, events, history)
         out = []
         for r in shown:
+            commands = explained.get((r["article"], r["key"]), [])
             out.append(
                 {
                     "article": r["article"],
@@ -94,54 +97,169 @@ def verify(
                     "expected": json.loads(r["expected"]) if r["expected"] else None,
                     "found": json.loads(r["found"]) if r["found"] else None,
                     "columns": _columns_differing(r["expected"], r["found"]),
-                    "commands": explained.get((r["article"], r["key"]), []),
+                    "commands": commands,
+                    "inverted": inverted_pair(commands),
+                    "skipped": [c["lsn"] for c in commands if "skipped" in (c.get("outcome") or "")],
                 }
             )
-        return Verdict(DIVERGED, counts, out, n_expected, n_found)
+        v = Verdict(DIVERGED, counts, out, n_expected, n_found)
+        if events is not None:
+            v.skips = skip_costs(d, changes, events)
+        return v
     finally:
         d.unpersist()
 
 
-def explain(
-    keys: list[tuple[str, str]], changes: DataFrame, events: DataFrame | None, history: int
-) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """The commands that touched each key, oldest first, with where and how they were applied."""
-    if not keys:
-        return {}
-    spark = changes.sparkSession
-    wanted = spark.createDataFrame(keys, "article string, key string")
-    touched = (
-        changes.join(wanted.withColumnRenamed("key", "k"), "article")
-        .where((F.col("key_before") == F.col("k")) | (F.col("key_after") == F.col("k")))
-        .select("article", "k", "lsn", "xact_seqno", "op", "key_before", "key_after", "changed")
+def _effective_times(outcomes: list[dict[str, Any]]) -> tuple[float | None, float | None, str | None]:
+    """(executed, committed, outcome) of the attempt that counted: the last applied, reapplied
+    or skipped one (a skipped command executed and never committed)."""
+    last: tuple[float | None, float | None, str | None] = (None, None, None)
+    for o in sorted(outcomes, key=lambda o: o.get("t_exec") or 0.0):
+        if o["outcome"] in ("applied", "reapplied"):
+            last = (o.get("t_exec"), o.get("t_commit"), o["outcome"])
+        elif o["outcome"] == "skipped":
+            last = (o.get("t_exec"), None, "skipped")
+    return last
+
+
+def inverted_pair(commands: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first pair of commands on a key, consecutive in commit order, applied out of order:
+    the later one executed (on another stream) before the earlier one had committed."""
+    for a, b in zip(commands, commands[1:], strict=False):
+        ex_b, ca = b.get("t_exec"), a.get("t_commit")
+        if ex_b is None or a.get("t_exec") is None:
+            continue
+        if (ca is None or ca > ex_b) and a.get("stream") != b.get("stream"):
+            return {
+                "first": a["lsn"],
+                "second": b["lsn"],
+                "why": f"lsn {b['lsn']} (xact {b['xact_seqno']}) ran on stream {b.get('stream')} before lsn "
+                f"{a['lsn']} (xact {a['xact_seqno']}) "
+                + ("committed" if ca is not None else "took effect")
+                + f" on stream {a.get('stream')}",
+            }
+    return None
+
+
+def skip_costs(d: DataFrame, changes: DataFrame, events: DataFrame) -> dict[str, Any]:
+    """Which divergent rows the skipped commands caused: every divergent key that a skipped
+    command touched (its before or after key), counted over the whole diff."""
+    skipped = events.where("kind = 'command' AND outcome = 'skipped'").select("lsn").distinct()
+    if skipped.limit(1).count() == 0:
+        return {"skipped": 0, "rows_lost": 0, "by_skip": []}
+    cmds = changes.join(skipped, "lsn").select("lsn", "article", "key_before", "key_after")
+    keys = (
+        cmds.select("lsn", "article", F.col("key_before").alias("key"))
+        .unionByName(cmds.select("lsn", "article", F.col("key_after").alias("key")))
+        .where(F.col("key").isNotNull())
     )
+    hit = keys.join(d.select("article", "key", "kind"), ["article", "key"])
+    rows_lost = hit.select("article", "key").distinct().count()
+    by_skip = (
+        hit.groupBy("lsn")
+        .agg(F.collect_list(F.struct("article", "key", "kind")).alias("rows"))
+        .orderBy("lsn")
+        .limit(20)
+    )
+    return {
+        "skipped": skipped.count(),
+        "rows_lost": rows_lost,
+        "by_skip": [
+            {
+                "lsn": r["lsn"],
+                "rows": [
+                    {"article": x["article"], "key": json.loads(x["key"]), "kind": x["kind"]}
+                    for x in r["rows"]
+                ],
+            }
+            for r in by_skip.collect()
+        ],
+    }
+
+
+def _touching(
+    changes: DataFrame, keys: list[tuple[str, str]], events: DataFrame | None, column: str | None = None
+) -> list[dict[str, Any]]:
+    """Commands whose before or after key (or only ``column``) is one of keys, with outcomes."""
+    spark = changes.sparkSession
+    wanted = spark.createDataFrame(keys, "article string, k string")
+    cond = (
+        ((F.col("key_before") == F.col("k")) | (F.col("key_after") == F.col("k")))
+        if column is None
+        else (F.col(column) == F.col("k"))
+    )
+    cols = ["article", "k", "lsn", "xact_seqno", "op", "key_before", "key_after", "changed"]
+    cols += [c for c in ("stream", "round") if c in changes.columns]
+    touched = changes.join(wanted, "article").where(cond).select(*cols)
     if events is not None:
         ev = (
             events.where("kind = 'command'")
             .groupBy("lsn")
-            .agg(
-                F.first("stream").alias("stream"),
-                F.first("round").alias("round"),
-                F.collect_list(F.struct("outcome", "class", "code")).alias("outcomes"),
-            )
+            .agg(F.collect_list(F.struct("outcome", "class", "code", "t_exec", "t_commit")).alias("outcomes"))
         )
         touched = touched.join(ev, "lsn", "left")
-    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    rank = {
+        "conflict": 0,
+        "rolled_back": 1,
+        "deferred": 1,
+        "skipped": 2,
+        "applied": 2,
+        "reapplied": 3,
+        "failed": 3,
+        "not_applied": 4,
+        "resumed": -1,
+    }
+    out = []
     for r in touched.orderBy("lsn").collect():
         d = r.asDict(recursive=True)
-        item = {
+        item: dict[str, Any] = {
+            "article": d["article"],
+            "k": d["k"],
             "lsn": d["lsn"],
             "xact_seqno": d["xact_seqno"],
             "op": d["op"],
             "key_before": json.loads(d["key_before"]) if d["key_before"] else None,
             "key_after": json.loads(d["key_after"]) if d["key_after"] else None,
+            "_kb": d["key_before"],
+            "_ka": d["key_after"],
             "changed": d["changed"],
+            "stream": d.get("stream"),
+            "round": d.get("round"),
         }
         if events is not None:
-            item["stream"] = d.get("stream")
-            item["round"] = d.get("round")
+            outcomes = sorted(d.get("outcomes") or [], key=lambda o: rank.get(o["outcome"], 5))
             item["outcome"] = " -> ".join(
-                o["outcome"] + (f" ({o['class']})" if o["class"] else "") for o in (d.get("outcomes") or [])
+                o["outcome"] + (f" ({o['class']})" if o["class"] else "") for o in outcomes
             )
-        out.setdefault((d["article"], d["k"]), []).append(item)
-    return {k: v[-history:] for k, v in out.items()}
+            item["t_exec"], item["t_commit"], _ = _effective_times(outcomes)
+        out.append(item)
+    return out
+
+
+def explain(
+    keys: list[tuple[str, str]], changes: DataFrame, events: DataFrame | None, history: int
+) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """The commands that touched each key, oldest first, with where and how they were applied;
+    and, one hop back, the command that produced the row each of them changed (a key update's
+    predecessor writes its before key: without it, a lost chain link has no partner to blame)."""
+    if not keys:
+        return {}
+    direct = _touching(changes, keys, events)
+    hop_keys = sorted({(c["article"], c["_kb"]) for c in direct if c["_kb"] and c["_kb"] != c["k"]})
+    producers = _touching(changes, hop_keys, events, column="key_after") if hop_keys else []
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for c in direct:
+        out.setdefault((c["article"], c["k"]), []).append(c)
+    for key, cmds in out.items():
+        extra = []
+        for c in cmds:
+            if c["_kb"] and c["_kb"] != key[1]:
+                before = [p for p in producers if p["k"] == c["_kb"] and p["lsn"] < c["lsn"]]
+                if before:
+                    extra.append({**before[-1], "via": f"produced key {c['_kb']}"})
+        seen = {c["lsn"] for c in cmds}
+        merged = sorted(cmds + [e for e in extra if e["lsn"] not in seen], key=lambda c: c["lsn"])
+        out[key] = [{k: v for k, v in c.items() if not k.startswith("_") and k != "k"} for c in merged][
+            -history:
+        ]
+    return out

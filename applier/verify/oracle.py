@@ -9,8 +9,14 @@ image; removed -> it does not; no event -> the initial snapshot stands. A group-
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+
+if TYPE_CHECKING:
+    from applier.settings import Subscription
+    from applier.sources.events import Schemas
 
 
 def key_events(changes: DataFrame) -> DataFrame:
@@ -22,6 +28,7 @@ def key_events(changes: DataFrame) -> DataFrame:
         F.lit(0).alias("ord"),
         F.lit(False).alias("produced"),
         F.lit(None).cast("string").alias("image"),
+        "schema_version",
     )
     produced = changes.where(F.col("op").isin("I", "U")).select(
         "article",
@@ -30,18 +37,36 @@ def key_events(changes: DataFrame) -> DataFrame:
         F.lit(1).alias("ord"),
         F.lit(True).alias("produced"),
         F.col("after").alias("image"),
+        "schema_version",
     )
     return removed.unionByName(produced)
 
 
-def oracle(changes: DataFrame, snapshot: DataFrame) -> DataFrame:
-    """(article, key, image) of every row the subscriber must hold after the whole stream."""
+def latest_rows(changes: DataFrame, snapshot: DataFrame) -> DataFrame:
+    """(article, key, image, schema_version): every row after the whole stream, each image
+    at the schema version of the command that wrote it (the snapshot's at version 1)."""
     latest = (
         key_events(changes)
         .groupBy("article", "key")
-        .agg(F.max(F.struct("lsn", "ord", "produced", "image")).alias("last"))
-        .select("article", "key", "last.produced", "last.image")
+        .agg(F.max(F.struct("lsn", "ord", "produced", "image", "schema_version")).alias("last"))
+        .select("article", "key", "last.produced", "last.image", "last.schema_version")
     )
     untouched = snapshot.join(latest.select("article", "key"), ["article", "key"], "left_anti")
-    alive = latest.where("produced").select("article", "key", "image")
-    return untouched.select("article", "key", "image").unionByName(alive)
+    alive = latest.where("produced").select("article", "key", "image", "schema_version")
+    return untouched.select("article", "key", "image", F.lit(1).alias("schema_version")).unionByName(alive)
+
+
+def oracle(changes: DataFrame, snapshot: DataFrame) -> DataFrame:
+    """(article, key, image) of every row the subscriber must hold after the whole stream."""
+    return latest_rows(changes, snapshot).select("article", "key", "image")
+
+
+def subscription_oracle(
+    changes: DataFrame, snapshot: DataFrame, schemas: Schemas, subscription: Subscription
+) -> DataFrame:
+    """The oracle as one subscription must hold it (DESIGN.md): rows whose latest image
+    matches its where clause (evaluated at that image's schema version), converted to the
+    article's last version, cut to its column list."""
+    from applier.distribute.routing import filter_rows
+
+    return filter_rows(latest_rows(changes, snapshot), schemas, subscription)

@@ -1,0 +1,302 @@
+"""The ``independent`` apply model: streams commit on their own, transaction by transaction.
+
+A naive parallel applier, for exposing reorderings. Each stream applies its transactions in
+commit order, each in its own database transaction with its progress row. A transaction that
+conflicts is rolled back and deferred, with everything after it in its stream; when all
+streams are done, stream 0 applies the deferred work on its one connection in commit order.
+
+With ``writeset`` partitioning a transaction carries ``deps``, (stream, lsn) pairs: it is
+applied only once every such stream's progress row shows that lsn committed. A dependency
+that never commits (its stream deferred it) ends the wait after ``DEPENDENCY_WAIT_S``: the
+transaction is deferred too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from applier.apply.agent import AgentJob, run_streams
+from applier.apply.connection import connect
+from applier.apply.events import Events
+from applier.apply.rendezvous import Rendezvous
+from applier.apply.sender import Failure, Row, Sender
+from applier.dialects import DIALECTS
+from applier.plan.calls import Call, Planner
+
+DEPENDENCY_WAIT_S = 30.0
+_SLIM = (
+    "lsn",
+    "xact_seqno",
+    "xact_index",
+    "article",
+    "op",
+    "before",
+    "after",
+    "changed",
+    "key_before",
+    "key_after",
+    "stream",
+    "round",
+)
+
+
+def _transactions(batches: Iterator[pa.RecordBatch]) -> Iterator[list[Row]]:
+    """The stream's rows grouped by transaction (rows arrive in lsn order)."""
+    current: list[Row] = []
+    for b in batches:
+        for row in b.to_pylist():
+            if current and row["xact_index"] != current[0]["xact_index"]:
+                yield current
+                current = []
+            current.append(row)
+    if current:
+        yield current
+
+
+class _Progress:
+    """Committed lsn per stream, read from the progress table when a dependency is not yet met."""
+
+    def __init__(self, conn: Any, sql: str, subscription: str) -> None:
+        self.conn, self.sql, self.subscription = conn, sql, subscription
+        self.seen: dict[int, int] = {}
+
+    def refresh(self) -> None:
+        cur = self.conn.cursor()
+        cur.execute(self.sql, self.subscription)
+        self.seen = {int(s): int(lsn) for s, lsn, _r in cur.fetchall()}
+        self.conn.commit()
+
+    def wait(self, deps: Sequence[dict[str, int]], timeout_s: float) -> bool:
+        def met() -> bool:
+            return all(self.seen.get(d["stream"], -1) >= d["lsn"] for d in deps)
+
+        if not deps or met():
+            return True
+        deadline = time.monotonic() + timeout_s
+        pause = 0.0005
+        while True:
+            self.refresh()
+            if met():
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
+
+
+def independent_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import BarrierTaskContext
+
+        ctx = BarrierTaskContext.get()
+        s = ctx.partitionId()
+        dialect = DIALECTS[job.dialect_name]()
+        ev = Events()
+        conn = connect(job.connection_string, dialect, job.lock_timeout_ms)
+        sender = Sender(conn, dialect, Planner(dialect, job.articles), s)
+        progress = _Progress(conn, dialect.progress_select_sql(), job.subscription)
+        progress.refresh()
+        done = progress.seen.get(s, -1)
+        upsert = dialect.progress_upsert_sql()
+        assert job.rendezvous is not None
+        rdv = Rendezvous(job.rendezvous, s)
+
+        def skip(f: Failure) -> bool:
+            return job.error_policy.skips(f.cls, f.code)
+
+        deferred: list[Row] = []
+        t_start = time.perf_counter()
+        n_cmds = 0
+        rdv.barrier()  # all streams start together
+        for txn in _transactions(batches):
+            if txn[-1]["lsn"] <= done:
+                for row in txn:
+                    ev.command(row, "resumed")
+                continue
+            n_cmds += len(txn)
+            if deferred:
+                deferred.extend(txn)
+                for row in txn:
+                    ev.command(row, "deferred")
+                continue
+            deps = txn[0].get("deps") or []
+            if not progress.wait(deps, DEPENDENCY_WAIT_S):
+                ev.add(
+                    "conflict",
+                    lsn=txn[0]["lsn"],
+                    stream=s,
+                    round_=txn[0]["round"],
+                    cls="dependency",
+                    message=f"dependencies {deps} not committed within {DEPENDENCY_WAIT_S:.0f} s",
+                )
+                deferred.extend(txn)
+                for row in txn:
+                    ev.command(row, "deferred")
+                continue
+            calls = sender.calls(txn)
+            tail = [Call(upsert, (job.subscription, s, txn[-1]["lsn"], txn[-1]["xact_index"]))]
+            t_exec = time.time()
+            failure = sender.send(calls, tail)
+            skipped: list[tuple[Row, Failure]] = []
+            if failure is not None and skip(failure) and not failure.connection_lost:
+                conn.rollback()
+                skipped, failure = sender.savepoint_each(calls, skip)
+                if failure is None:
+                    failure = sender.send([], tail)
+            if failure is None:
+                conn.commit()
+                t_commit = time.time()
+                skipped_lsns = {r["lsn"] for r, _ in skipped}
+                for row, f in skipped:
+                    ev.command(row, "skipped", cls=f.cls, code=f.code, message=f.message, t_exec=t_exec)
+                    ev.add(
+                        "conflict",
+                        lsn=row["lsn"],
+                        stream=s,
+                        round_=row["round"],
+                        cls=f.cls,
+                        code=f.code,
+                        message=f.message,
+                        outcome="skipped",
+                    )
+                for row in txn:
+                    if row["lsn"] not in skipped_lsns:
+                        ev.command(row, "applied", t_exec=t_exec, t_commit=t_commit)
+            else:
+                with contextlib.suppress(Exception):  # a lost connection cannot roll back
+                    conn.rollback()
+                if failure.connection_lost:
+                    conn = connect(job.connection_string, dialect, job.lock_timeout_ms)
+                    sender.conn = progress.conn = conn
+                ev.add(
+                    "conflict",
+                    lsn=failure.lsn,
+                    stream=s,
+                    round_=txn[0]["round"],
+                    cls=failure.cls,
+                    code=failure.code,
+                    message=failure.message,
+                )
+                for row in txn:
+                    if row["lsn"] == failure.lsn:
+                        ev.command(
+                            row,
+                            "conflict",
+                            cls=failure.cls,
+                            code=failure.code,
+                            message=failure.message,
+                            t_exec=t_exec,
+                        )
+                    ev.command(row, "deferred")
+                deferred.extend(txn)
+            yield from ev.drain()
+        slim = [{k: row.get(k) for k in _SLIM} for row in deferred]
+        shares = rdv.all_gather(json.dumps(slim))
+        if s == 0:
+            merged = sorted((row for sh in shares for row in json.loads(sh)), key=lambda x: x["lsn"])
+            if merged:
+                _apply_deferred(sender, merged, job, ev, skip)
+        rdv.close()
+        with contextlib.suppress(Exception):
+            conn.close()
+        ev.add(
+            "stream",
+            stream=s,
+            n=n_cmds,
+            seconds=time.perf_counter() - t_start,
+            message=json.dumps(
+                {
+                    "sql_seconds": round(sender.sql_seconds, 4),
+                    "deferred": len(deferred),
+                    "round_trips": sender.round_trips,
+                }
+            ),
+        )
+        yield from ev.drain()
+
+    return run
+
+
+def _apply_deferred(
+    sender: Sender, merged: list[Row], job: AgentJob, ev: Events, skip: Callable[[Failure], bool]
+) -> None:
+    """Stream 0 applies the deferred transactions in commit order, one commit each."""
+    upsert = sender.dialect.progress_upsert_sql()
+    by_txn: dict[int, list[Row]] = {}
+    for row in merged:
+        by_txn.setdefault(row["xact_index"], []).append(row)
+    ev.add(
+        "log",
+        message=f"{len(merged)} deferred commands in {len(by_txn)} transactions applied on one connection",
+    )
+    fatal: Failure | None = None
+
+    class _Transient(Exception):
+        pass
+
+    for _x, txn in sorted(by_txn.items()):
+        if fatal is not None:
+            for row in txn:
+                ev.command(row, "not_applied")
+            continue
+        calls = sender.calls(txn)
+        by_stream: dict[int, int] = {}
+        for row in txn:
+            by_stream[row["stream"]] = max(by_stream.get(row["stream"], -1), row["lsn"])
+        tail = [
+            Call(upsert, (job.subscription, st, lsn, txn[-1]["xact_index"]))
+            for st, lsn in sorted(by_stream.items())
+        ]
+
+        def attempt(
+            calls: list[tuple[Row, Call]] = calls, tail: list[Call] = tail
+        ) -> tuple[list[tuple[Row, Failure]], Failure | None]:
+            f = sender.send(calls, tail)
+            if f is not None and f.transient:
+                sender.conn.rollback()
+                raise _Transient(f.message)
+            skipped: list[tuple[Row, Failure]] = []
+            if f is not None and skip(f):
+                sender.conn.rollback()
+                skipped, f = sender.savepoint_each(calls, skip)
+                if f is None:
+                    f = sender.send([], tail)
+            return skipped, f
+
+        t_exec = time.time()
+        try:
+            skipped, failure = job.retry.retrying(lambda e: isinstance(e, _Transient))(attempt)
+        except _Transient as e:
+            skipped, failure = [], Failure("deadlock", "", str(e), None, 0, True)
+        if failure is None:
+            sender.conn.commit()
+            t_commit = time.time()
+            skipped_lsns = {r["lsn"] for r, _ in skipped}
+            for row, f in skipped:
+                ev.command(row, "skipped", cls=f.cls, code=f.code, message=f.message, t_exec=t_exec)
+            for row in txn:
+                if row["lsn"] not in skipped_lsns:
+                    ev.command(row, "reapplied", t_exec=t_exec, t_commit=t_commit)
+            continue
+        sender.conn.rollback()
+        fatal = failure
+        for row in txn:
+            ev.command(
+                row,
+                "failed" if row["lsn"] == failure.lsn else "not_applied",
+                cls=failure.cls,
+                code=failure.code,
+                message=failure.message,
+            )
+        ev.add("round", outcome="fatal", cls=failure.cls, message=failure.message)
+
+
+def run_independent(spark: SparkSession, planned: DataFrame, job: AgentJob, out_path: str) -> DataFrame:
+    return run_streams(spark, planned, job, independent_task, out_path)

@@ -1,0 +1,301 @@
+"""``applier bench``: ceiling, applier (apply phase and end to end) and native logical apply.
+
+In one run, on one generated stream of single-row updates (default 1,000,000 in
+transactions of 100 over a 200,000-row table), for each synchronous_commit setting (on, off)
+and each N (1, 2, 4, 8):
+
+1. the ceiling: the same calls sent by a minimal pyodbc loop (:mod:`applier.bench.ceiling`);
+2. applier end to end (Spark start, generate, install, load, partition, apply, verify)
+   and its apply phase alone (``pipeline.run``'s "apply" phase);
+3. PostgreSQL's own logical replication applying the same changes (:mod:`applier.bench.native`;
+   one apply worker, so one figure per setting).
+
+Prints the table with ratios, writes ``bench.json`` and ``bench.png`` to ``--out``. A
+benchmark records figures; it asserts nothing about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from applier.bench.report import SYNCS, Measure, PerN, SyncRun, report_json, table_lines
+from applier.bench.stream import BenchStream
+
+PARTS = ("ceiling", "applier", "native")
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
+    if not out or any(n < 1 or n > 64 for n in out):
+        raise argparse.ArgumentTypeError(f"stream counts must be 1..64, got {text!r}")
+    return out
+
+
+def _choices(allowed: tuple[str, ...]) -> Callable[[str], list[str]]:
+    def parse(text: str) -> list[str]:
+        out = [x.strip() for x in text.split(",") if x.strip()]
+        bad = [x for x in out if x not in allowed]
+        if bad or not out:
+            raise argparse.ArgumentTypeError(f"expected some of {', '.join(allowed)}, got {text!r}")
+        return out
+
+    return parse
+
+
+def register(subparsers: Any) -> str:
+    p = subparsers.add_parser(
+        "bench",
+        help="measure applier against the target's ceiling and PostgreSQL's native logical apply",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    p.add_argument("--commands", type=int, default=1_000_000, help="single-row updates (default 1,000,000)")
+    p.add_argument("--rows", type=int, default=200_000, help="rows in the table (default 200,000)")
+    p.add_argument("--transaction-size", type=int, default=100, help="commands per transaction (default 100)")
+    p.add_argument(
+        "--commit-batch-size", type=int, default=100, help="transactions per round/commit (default 100)"
+    )
+    p.add_argument(
+        "--streams", "-n", type=_ints, default=[1, 2, 4, 8], help="stream counts (default 1,2,4,8)"
+    )
+    p.add_argument(
+        "--sync",
+        type=_choices(SYNCS),
+        default=list(SYNCS),
+        help="synchronous_commit settings (default on,off)",
+    )
+    p.add_argument(
+        "--only",
+        type=_choices(PARTS),
+        default=list(PARTS),
+        help="what to measure (default ceiling,applier,native)",
+    )
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument(
+        "--out", default="out/bench", help="folder for bench.json and bench.png (default out/bench)"
+    )
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.set_defaults(func=cmd_bench)
+    return "bench"
+
+
+def _checkpoint(cs: str) -> float:
+    import pyodbc
+
+    t = time.perf_counter()
+    conn = pyodbc.connect(cs, autocommit=True, timeout=30)
+    try:
+        conn.cursor().execute("CHECKPOINT")
+    finally:
+        conn.close()
+    return time.perf_counter() - t
+
+
+def _postmaster(cs: str) -> int | None:
+    """The server's postmaster pid (parent of our backend), for CPU accounting."""
+    import pyodbc
+
+    from applier.bench.memory import parent_of
+
+    conn = pyodbc.connect(cs, autocommit=True, timeout=30)
+    try:
+        return parent_of(int(conn.cursor().execute("SELECT pg_backend_pid()").fetchone()[0]))
+    finally:
+        conn.close()
+
+
+def _us(seconds: float, commands: int) -> float:
+    return round(seconds / commands * 1e6, 2) if commands else 0.0
+
+
+def cmd_bench(a: argparse.Namespace) -> int:
+    from applier.errors import ConfigError
+
+    if a.commands < a.transaction_size or a.transaction_size < 1 or a.rows < 16:
+        raise ConfigError("bench needs --commands >= --transaction-size >= 1 and --rows >= 16")
+    say: Callable[[str], None] = (lambda _: None) if a.quiet else (lambda m: print(f"- {m}", flush=True))
+    bs = BenchStream(a.commands, a.rows, a.transaction_size, a.commit_batch_size, a.seed)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    doc = run_bench(bs, a.streams, a.sync, a.only, say, out)
+    (out / "bench.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    for line in table_lines(doc):
+        print(line)
+    print(f"json: {out / 'bench.json'}")
+    from applier.bench.plot import plot
+
+    png = plot(doc, out / "bench.png")
+    print(f"plot: {png}" if png else "plot: skipped (matplotlib missing: pip install 'applier[bench]')")
+    failed = [
+        f"{sync} N={n}: {p['verdict']}"
+        for sync, run in doc["runs"].items()
+        for n, p in run["per_n"].items()
+        if p["verdict"] not in (None, "converged")
+    ]
+    if failed:
+        print("applier did not converge: " + ", ".join(failed))
+        return 2
+    return 0
+
+
+def run_bench(
+    bs: BenchStream,
+    streams: list[int],
+    syncs: list[str],
+    only: list[str],
+    say: Callable[[str], None] = lambda _: None,
+    out: Path | None = None,
+) -> dict[str, Any]:
+    from applier.apply.install import install
+    from applier.bench.ceiling import chunks_per_stream, load_rows, plan_stream, run_ceiling
+    from applier.bench.memory import tree_cpu_seconds
+    from applier.bench.stream import changes, snapshot
+    from applier.dialects import DIALECTS
+    from applier.targets.embedded import EmbeddedPostgres
+    from applier.targets.odbc import preflight
+
+    cfg = bs.config()
+    meta: dict[str, Any] = {
+        "commands": bs.transactions * bs.transaction_size,
+        "transactions": bs.transactions,
+        "transaction_size": bs.transaction_size,
+        "commit_batch_size": bs.commit_batch_size,
+        "rows": bs.rows,
+        "seed": bs.seed,
+        "streams": streams,
+        "synchronous_commit": syncs,
+        "measured": only,
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "node": platform.node()},
+    }
+    planned = []
+    if "ceiling" in only:
+        say(f"planning {meta['commands']} calls for the ceiling (untimed)")
+        planned = plan_stream(cfg, "postgres", changes(cfg))
+    spark = None
+    spark_start = 0.0
+    if "applier" in only:
+        from applier.sparkenv import spark_session
+
+        say("starting Spark")
+        t = time.perf_counter()
+        spark = spark_session(max(streams), app="applier-bench")
+        spark_start = time.perf_counter() - t
+        meta["spark_start_seconds"] = round(spark_start, 3)
+    runs: dict[str, SyncRun] = {}
+    dialect = DIALECTS["postgres"]()
+    for sync in syncs:
+        run = SyncRun(sync)
+        runs[sync] = run
+        if "ceiling" in only or "applier" in only:
+            with EmbeddedPostgres(synchronous_commit=sync == "on") as pg:
+                target = preflight(pg.odbc_connection_string(), f"embedded PostgreSQL (sync {sync})")
+                postmaster = _postmaster(target.connection_string)
+                for n in streams:
+                    p = PerN()
+                    run.per_n[n] = p
+                    if "ceiling" in only:
+                        say(f"sync {sync}, N={n}: ceiling")
+                        install(target, cfg.articles, f"ceiling-{n}")
+                        load_rows(target.connection_string, "postgres", cfg, snapshot(cfg))
+                        per_stream = chunks_per_stream(planned, n, dialect.MAX_PARAMS_PER_BATCH)
+                        _checkpoint(target.connection_string)
+                        server0 = tree_cpu_seconds(postmaster)
+                        c = run_ceiling(target.connection_string, "postgres", per_stream)
+                        server = tree_cpu_seconds(postmaster) - server0
+                        p.ceiling = Measure(len(planned), c.seconds)
+                        p.extra["ceiling_round_trips"] = c.round_trips
+                        p.extra["ceiling_stream_seconds"] = list(c.stream_seconds)
+                        p.extra["ceiling_cpu_us_per_command"] = {
+                            "client": _us(c.client_cpu_seconds, len(planned)),
+                            "server": _us(server, len(planned)),
+                        }
+                    if "applier" in only:
+                        say(f"sync {sync}, N={n}: applier")
+                        _applier(spark, bs, n, sync, target, postmaster, p, spark_start, out)
+        if "native" in only:
+            from applier.bench.native import run_native
+
+            say(f"sync {sync}: PostgreSQL native logical replication")
+            nr = run_native(cfg, sync == "on", say)
+            run.native = Measure(nr.commands, nr.seconds)
+            run.native_extra = {
+                "worker_start_seconds": round(nr.worker_start_seconds, 3),
+                "transactions": nr.transactions,
+                "converged": nr.converged,
+            }
+    return report_json(meta, runs, n_goal=4 if 4 in streams else max(streams))
+
+
+def _applier(
+    spark: Any,
+    bs: BenchStream,
+    n: int,
+    sync: str,
+    target: Any,
+    postmaster: int | None,
+    p: PerN,
+    spark_start: float,
+    out: Path | None = None,
+) -> None:
+    """One pipeline run; its apply phase, its wall time, memory peaks and the CPU that each
+    side spent per command during the apply phase (JVM, Python workers, PostgreSQL)."""
+    from applier import pipeline
+    from applier.bench.memory import MemorySampler, jvm_pid, own_cpu, tree_cpu_seconds
+
+    config = bs.config(n, f"bench-{sync}-{n}")
+    checkpoint_s = 0.0
+    jvm = jvm_pid(spark)
+    marks: dict[str, tuple[float, float, float]] = {}
+
+    mem = MemorySampler(jvm, progress_file=out / f"memory-{sync}-{n}.partial.json" if out else None)
+
+    def cpu() -> tuple[float, float, float]:
+        workers = mem.workers_cpu_seconds() if jvm else 0.0
+        return (own_cpu(jvm) if jvm else 0.0), workers, tree_cpu_seconds(postmaster)
+
+    def phase(text: str) -> None:
+        nonlocal checkpoint_s
+        if text.startswith("applying"):
+            # Same start as the ceiling: the snapshot checkpointed (its time is not counted).
+            checkpoint_s += _checkpoint(target.connection_string)
+            marks["start"] = cpu()
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage == "apply" and done >= total and "start" in marks:
+            marks["end"] = cpu()  # the last call comes right after the apply phase returns
+
+    with mem:
+        t = time.perf_counter()
+        result = pipeline.run(spark, config, target, on_phase=phase, progress=progress)
+        wall = time.perf_counter() - t - checkpoint_s
+    commands = int(result.summary["commands"])
+    p.apply = Measure(commands, result.phases["apply"])
+    p.end_to_end = Measure(commands, spark_start + wall)
+    p.phases = {
+        "spark_start": spark_start,
+        **result.phases,
+        "run_wall": wall,
+        "checkpoint_excluded": checkpoint_s,
+    }
+    p.verdict = result.verdict.verdict
+    p.memory = mem.to_json()
+    if "start" in marks and "end" in marks:
+        d = [b - a for a, b in zip(marks["start"], marks["end"], strict=True)]
+        p.extra["apply_cpu_us_per_command"] = {
+            "jvm": _us(d[0], commands),
+            "python_workers": _us(d[1], commands),
+            "server": _us(d[2], commands),
+        }
+    p.extra["stream_stats"] = result.summary.get("stream_stats")
+    p.extra["resets"] = result.summary.get("resets")

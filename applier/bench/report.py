@@ -1,0 +1,193 @@
+"""The benchmark's figures: rates, ratios, goals, the JSON document and the console table.
+
+Pure functions over plain values (no Spark, no database): the unit tests check them.
+Every goal is a ratio of two figures measured in the same run (absolute times are noisy
+on shared machines).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SYNCS = ("on", "off")
+
+
+@dataclass(frozen=True)
+class Measure:
+    """commands applied in seconds (wall time)."""
+
+    commands: int
+    seconds: float
+
+    @property
+    def rate(self) -> float | None:
+        return self.commands / self.seconds if self.seconds > 0 else None
+
+
+@dataclass
+class PerN:
+    """The figures of one stream count N under one synchronous_commit setting."""
+
+    ceiling: Measure | None = None
+    apply: Measure | None = None
+    end_to_end: Measure | None = None
+    phases: dict[str, float] = field(default_factory=dict)
+    verdict: str | None = None
+    memory: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SyncRun:
+    """Everything measured with synchronous_commit = sync at every end."""
+
+    sync: str
+    per_n: dict[int, PerN] = field(default_factory=dict)
+    native: Measure | None = None
+    native_extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Goal:
+    name: str
+    value: float | None
+    threshold: float
+    at_least: bool  # value >= threshold (else value <= threshold)
+    stretch: bool = False
+
+    @property
+    def met(self) -> bool | None:
+        if self.value is None:
+            return None
+        return self.value >= self.threshold if self.at_least else self.value <= self.threshold
+
+    @property
+    def miss(self) -> float | None:
+        """How far from the threshold, as a fraction of it (0 when met)."""
+        if self.value is None or self.met:
+            return None if self.value is None else 0.0
+        return abs(self.threshold - self.value) / self.threshold
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def ratios(run: SyncRun, n: int) -> dict[str, float | None]:
+    """Ratios at N = n: apply vs ceiling and vs native (rates), end to end vs apply (times)."""
+    p = run.per_n.get(n)
+    if p is None:
+        return {"apply_vs_ceiling": None, "apply_vs_native": None, "end_to_end_vs_apply": None}
+    apply_rate = p.apply.rate if p.apply else None
+    return {
+        "apply_vs_ceiling": ratio(apply_rate, p.ceiling.rate if p.ceiling else None),
+        "apply_vs_native": ratio(apply_rate, run.native.rate if run.native else None),
+        "end_to_end_vs_apply": ratio(
+            p.end_to_end.seconds if p.end_to_end else None, p.apply.seconds if p.apply else None
+        ),
+    }
+
+
+def goals(runs: Mapping[str, SyncRun], n: int = 4, memory_growth: float | None = None) -> list[Goal]:
+    """The issue's goals, evaluated on this run's figures (None where not measured)."""
+    on = ratios(runs["on"], n) if "on" in runs else {}
+    off = ratios(runs["off"], n) if "off" in runs else {}
+    out = [
+        Goal(f"apply >= 0.8 x ceiling at N={n} (sync on)", on.get("apply_vs_ceiling"), 0.8, True),
+        Goal(f"apply >= 1.0 x native logical apply at N={n} (sync on)", on.get("apply_vs_native"), 1.0, True),
+        Goal(
+            f"apply >= 1.0 x native logical apply at N={n} (sync off)",
+            off.get("apply_vs_native"),
+            1.0,
+            True,
+            stretch=True,
+        ),
+        Goal(f"end to end <= 2 x apply at N={n} (sync on)", on.get("end_to_end_vs_apply"), 2.0, False),
+    ]
+    if memory_growth is not None:
+        out.append(Goal("driver memory growth 1M -> 10M <= 20%", memory_growth, 0.2, False))
+    return out
+
+
+def _measure(m: Measure | None) -> dict[str, Any] | None:
+    if m is None:
+        return None
+    r = m.rate
+    return {
+        "commands": m.commands,
+        "seconds": round(m.seconds, 3),
+        "commands_per_s": None if r is None else round(r, 1),
+    }
+
+
+def _round(x: float | None, nd: int = 3) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+def report_json(meta: Mapping[str, Any], runs: Mapping[str, SyncRun], n_goal: int = 4) -> dict[str, Any]:
+    """The JSON document: settings, per sync setting the native figure and per N the
+    ceiling / apply / end-to-end figures with their ratios, then the goals."""
+    doc: dict[str, Any] = {"bench": dict(meta), "runs": {}, "goals": []}
+    for sync, run in runs.items():
+        per_n = {}
+        for n in sorted(run.per_n):
+            p = run.per_n[n]
+            per_n[str(n)] = {
+                "ceiling": _measure(p.ceiling),
+                "applier_apply": _measure(p.apply),
+                "applier_end_to_end": _measure(p.end_to_end),
+                "ratios": {k: _round(v) for k, v in ratios(run, n).items()},
+                "phases_seconds": {k: round(v, 3) for k, v in p.phases.items()},
+                "verdict": p.verdict,
+                "memory_mib": p.memory,
+                **({"extra": p.extra} if p.extra else {}),
+            }
+        doc["runs"][sync] = {
+            "synchronous_commit": sync,
+            "native_logical": _measure(run.native),
+            "native_extra": run.native_extra,
+            "per_n": per_n,
+        }
+    doc["goals"] = [{**asdict(g), "met": g.met, "miss_fraction": _round(g.miss)} for g in goals(runs, n_goal)]
+    return doc
+
+
+def _fmt_rate(m: Mapping[str, Any] | None) -> str:
+    if not m or m.get("commands_per_s") is None:
+        return "-"
+    return f"{m['commands_per_s'] / 1000:.1f}k"
+
+
+def _fmt_ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def table_lines(doc: Mapping[str, Any]) -> list[str]:
+    """The side-by-side table: commands/s per N, with the ratios, one block per sync setting."""
+    lines = []
+    head = (
+        f"{'sync':<5}{'N':>3}  {'ceiling':>9} {'apply':>9} {'end2end':>9} {'native':>9}"
+        f"  {'apply/ceil':>10} {'apply/native':>12} {'e2e/apply(t)':>12}"
+    )
+    lines.append(head)
+    for sync, run in doc["runs"].items():
+        native = _fmt_rate(run["native_logical"])
+        for n, p in run["per_n"].items():
+            r = p["ratios"]
+            lines.append(
+                f"{sync:<5}{n:>3}  {_fmt_rate(p['ceiling']):>9} {_fmt_rate(p['applier_apply']):>9} "
+                f"{_fmt_rate(p['applier_end_to_end']):>9} {native:>9}  {_fmt_ratio(r['apply_vs_ceiling']):>10} "
+                f"{_fmt_ratio(r['apply_vs_native']):>12} {_fmt_ratio(r['end_to_end_vs_apply']):>12}"
+            )
+        if not run["per_n"]:
+            lines.append(f"{sync:<5}{'-':>3}  {'-':>9} {'-':>9} {'-':>9} {native:>9}")
+    for g in doc["goals"]:
+        state = {True: "met", False: "MISSED", None: "not measured"}[g["met"]]
+        value = "-" if g["value"] is None else f"{g['value']:.2f}"
+        miss = f" (short by {g['miss_fraction']:.0%})" if g["met"] is False else ""
+        lines.append(f"goal{' (stretch)' if g['stretch'] else ''}: {g['name']}: {value} {state}{miss}")
+    return lines

@@ -1,0 +1,109 @@
+"""The bench's pure parts: rates, ratios, goals, the JSON shape and the table."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from applier.bench.command import _choices, _ints
+from applier.bench.report import Goal, Measure, PerN, SyncRun, goals, ratio, ratios, report_json, table_lines
+from applier.bench.stream import BenchStream, key_bucket
+
+
+def _runs() -> dict[str, SyncRun]:
+    on = SyncRun("on", native=Measure(1000, 10.0))  # 100/s
+    on.per_n[1] = PerN(ceiling=Measure(1000, 5.0), apply=Measure(1000, 8.0), end_to_end=Measure(1000, 20.0))
+    on.per_n[4] = PerN(ceiling=Measure(1000, 2.0), apply=Measure(1000, 2.5), end_to_end=Measure(1000, 4.0))
+    off = SyncRun("off", native=Measure(1000, 2.0))  # 500/s
+    off.per_n[4] = PerN(ceiling=Measure(1000, 1.0), apply=Measure(1000, 4.0), end_to_end=Measure(1000, 9.0))
+    return {"on": on, "off": off}
+
+
+def test_rate_and_ratio_guard_zero_and_missing():
+    assert Measure(100, 4.0).rate == 25.0
+    assert Measure(100, 0.0).rate is None  # a zero time is not infinitely fast
+    assert ratio(1.0, 0.0) is None and ratio(None, 2.0) is None and ratio(3.0, 2.0) == 1.5
+
+
+def test_ratios_compare_rates_and_times():
+    r = ratios(_runs()["on"], 4)
+    assert r["apply_vs_ceiling"] == pytest.approx(0.8)  # 400/s vs 500/s
+    assert r["apply_vs_native"] == pytest.approx(4.0)  # 400/s vs 100/s
+    assert r["end_to_end_vs_apply"] == pytest.approx(1.6)  # 4.0 s vs 2.5 s
+    assert ratios(_runs()["on"], 8) == dict.fromkeys(r)  # N not measured: nothing, not zero
+
+
+def test_goals_met_missed_and_by_how_much():
+    by_name = {g.name: g for g in goals(_runs(), 4)}
+    assert by_name["apply >= 0.8 x ceiling at N=4 (sync on)"].met is True  # exactly at the threshold
+    assert by_name["apply >= 1.0 x native logical apply at N=4 (sync on)"].met is True
+    stretch = by_name["apply >= 1.0 x native logical apply at N=4 (sync off)"]
+    assert stretch.stretch and stretch.met is False and stretch.miss == pytest.approx(0.5)  # 250 vs 500/s
+    assert by_name["end to end <= 2 x apply at N=4 (sync on)"].met is True
+    assert Goal("x", 3.0, 2.0, at_least=False).miss == pytest.approx(0.5)  # at most: 50% over
+    assert Goal("x", None, 2.0, at_least=True).met is None  # not measured is not a miss
+
+
+def test_report_json_shape_round_trips():
+    doc = report_json({"commands": 1000, "transaction_size": 100, "rows": 10}, _runs(), 4)
+    assert json.loads(json.dumps(doc)) == doc  # plain JSON all the way down
+    assert set(doc) == {"bench", "runs", "goals"}
+    on = doc["runs"]["on"]
+    assert on["native_logical"] == {"commands": 1000, "seconds": 10.0, "commands_per_s": 100.0}
+    assert list(on["per_n"]) == ["1", "4"]
+    p4 = on["per_n"]["4"]
+    assert set(p4) >= {
+        "ceiling",
+        "applier_apply",
+        "applier_end_to_end",
+        "ratios",
+        "phases_seconds",
+        "verdict",
+    }
+    assert p4["ratios"]["apply_vs_ceiling"] == 0.8
+    assert [g["met"] for g in doc["goals"]] == [True, True, False, True]
+    assert doc["goals"][2]["miss_fraction"] == 0.5
+
+
+def test_table_has_a_row_per_sync_and_n_and_names_misses():
+    lines = table_lines(report_json({"commands": 1000}, _runs(), 4))
+    rows = [line for line in lines if line.startswith(("on ", "off "))]
+    assert len(rows) == 3
+    assert any("MISSED (short by 50%)" in line and "stretch" in line for line in lines)
+
+
+def test_sync_run_without_ns_still_shows_native():
+    doc = report_json({}, {"on": SyncRun("on", native=Measure(10, 1.0))}, 4)
+    assert any(line.startswith("on ") and "0.0k" in line for line in table_lines(doc))
+
+
+def test_stream_shape_and_split():
+    bs = BenchStream(commands=1_000, rows=50, transaction_size=100)
+    assert bs.transactions == 10
+    cfg = bs.config(streams=2, subscription="s")
+    assert cfg.workload.kind == "updates" and cfg.run.streams == 2 and cfg.run.subscription == "s"
+    buckets = [key_bucket("dbo.t", f"[{k}]", 4) for k in range(400)]
+    assert set(buckets) == {0, 1, 2, 3} and max(buckets.count(b) for b in range(4)) < 150  # balanced
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [("1,2,4,8", [1, 2, 4, 8]), ("4", [4]), ("0", None), ("65", None), ("a,b", None), ("", None)],
+)
+def test_stream_counts_are_validated(text, ok):
+    import argparse
+
+    if ok is None:
+        with pytest.raises(argparse.ArgumentTypeError):
+            _ints(text)
+    else:
+        assert _ints(text) == ok
+
+
+def test_choices_reject_unknown_parts():
+    import argparse
+
+    assert _choices(("a", "b"))("b,a") == ["b", "a"]
+    with pytest.raises(argparse.ArgumentTypeError):
+        _choices(("a", "b"))("a,c")
