@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from applier.errors import ApplierError, ConfigError
-from applier.settings import Config, ErrorPolicy, RunSettings, Workload, demo_config, load_config
+from applier.settings import WORKLOADS, Config, ErrorPolicy, RunSettings, Workload, demo_config, load_config
 
 
 def _add_settings(p: argparse.ArgumentParser) -> None:
@@ -21,7 +21,7 @@ def _add_settings(p: argparse.ArgumentParser) -> None:
         "--config", "--articles", dest="config", help="TOML/YAML file with [run], [workload], [[articles]]"
     )
     g = p.add_argument_group("workload (generated change stream)")
-    g.add_argument("--workload", choices=["uniform", "key-chains"])
+    g.add_argument("--workload", choices=list(WORKLOADS))
     g.add_argument("--initial-rows", type=int)
     g.add_argument("--transactions", type=int)
     g.add_argument("--commands-per-transaction", type=int)

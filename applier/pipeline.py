@@ -30,7 +30,7 @@ from applier.settings import Config
 from applier.sources.dataset import ChangeSet, generate, read_changes
 from applier.targets.odbc import Target
 from applier.verify.diff import UNKNOWN, Verdict, verify
-from applier.verify.oracle import oracle
+from applier.verify.oracle import oracle, replicated
 from applier.verify.target import read_target
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -227,7 +227,7 @@ def run(
         summary["target"] = target.description
         say("verifying")
         try:
-            expected = oracle(cs.changes, cs.snapshot)
+            expected = oracle(replicated(cs.changes, config.articles), cs.snapshot)
             found = read_target(spark, target, config.articles)
             verdict = verify(expected, found, planned, events)
         except Exception as e:  # noqa: BLE001 - a checker that crashes says unknown, never passes
@@ -379,7 +379,8 @@ def run_subscriptions(
                 verdict = Verdict(UNKNOWN, reason=f"verification failed: {type(e).__name__}: {e}")
             phases["verify"] = time.perf_counter() - t
             routed.unpersist()
-            failed = "the single connection hit an error the policy does not skip" if seg.fatal else None
+            fatal = seg.fatal or bool(summary["fatal"])
+            failed = "the single connection hit an error the policy does not skip" if fatal else None
             out.append(
                 SubscriptionResult(
                     sub.name,

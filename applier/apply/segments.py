@@ -282,7 +282,9 @@ def apply_segments(
                 events.append(ev)
                 result.rounds += n_rounds
                 result.segments += 1
-                if ev.where("kind = 'round' AND outcome = 'fatal'").limit(1).count():
+                # A fatal round stops the run before the next barrier (none follows the last segment:
+                # the summary reports it from the events).
+                if b is not None and ev.where("kind = 'round' AND outcome = 'fatal'").limit(1).count():
                     result.fatal = True
                 k += 1
         if b is None or result.fatal:

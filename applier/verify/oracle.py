@@ -9,14 +9,30 @@ image; removed -> it does not; no event -> the initial snapshot stands. A group-
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 if TYPE_CHECKING:
+    from applier.articles import Article
     from applier.settings import Subscription
     from applier.sources.events import Schemas
+
+
+def replicated(changes: DataFrame, articles: Sequence[Article]) -> DataFrame:
+    """The commands a subscriber receives: an operation delivered as NONE is not replicated
+    (seed 003: "Transactions of that type are not replicated"), so it is no key event."""
+    from applier.articles import Syntax
+
+    dropped = [(a.name, op) for a in articles for op in "IUD" if a.delivery(op).syntax == Syntax.NONE]
+    if not dropped:
+        return changes
+    cond = F.lit(False)
+    for name, op in dropped:
+        cond = cond | ((F.col("article") == name) & (F.col("op") == op))
+    return changes.where(~cond)
 
 
 def key_events(changes: DataFrame) -> DataFrame:
