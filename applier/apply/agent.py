@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from applier.apply.connection import REAPPLY, RetryPolicy, connect
 from applier.apply.events import EVENT_SCHEMA, RESET_LOG, Events
 from applier.apply.rendezvous import Address, Coordinator, Rendezvous
-from applier.apply.sender import Failure, Row, Sender
+from applier.apply.sender import Failure, Row, Sender, apply_serially, send_with_policy, slim
 from applier.articles import Article
 from applier.dialects import DIALECTS
 from applier.plan.calls import Call, Planner
@@ -139,14 +139,9 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
             t_round = time.perf_counter()
             t_exec = time.time()
             calls = sender.calls(share)
-            failure = sender.send(calls, [progress_call(s, share, r)] if share else ())
-            skipped: list[tuple[Row, Failure]] = []
-            if failure is not None and skip(failure) and not failure.connection_lost:
-                # -SkipErrors: this stream re-applies its share one call at a time, skipping.
-                conn.rollback()
-                skipped, failure = sender.savepoint_each(calls, skip)
-                if failure is None and share:
-                    failure = sender.send([], [progress_call(s, share, r)])
+            skipped, failure = send_with_policy(
+                sender, calls, [progress_call(s, share, r)] if share else [], skip
+            )
             if failure is not None:
                 ev.add(
                     "conflict",
@@ -207,26 +202,7 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
                     )
                 else:
                     ev.command(row, "rolled_back")
-            slim = [
-                {
-                    k: row[k]
-                    for k in (
-                        "lsn",
-                        "xact_seqno",
-                        "article",
-                        "op",
-                        "before",
-                        "after",
-                        "changed",
-                        "key_before",
-                        "key_after",
-                        "stream",
-                        "round",
-                    )
-                }
-                for row in share
-            ]
-            shares = rdv.all_gather(json.dumps(slim))
+            shares = rdv.all_gather(json.dumps(slim(share)))
             result: dict[str, Any] | None = None
             if s == 0:
                 message = RESET_LOG.format(n=job.streams)
@@ -283,36 +259,7 @@ def _reapply(
         Call(upsert, (job.subscription, st, max(x["lsn"] for x in rows), r))
         for st, rows in sorted(by_stream.items())
     ]
-
-    class _Transient(Exception):
-        pass
-
-    def attempt() -> tuple[list[tuple[Row, Failure]], Failure | None]:
-        f = sender.send(calls, tail)
-        skipped: list[tuple[Row, Failure]] = []
-        if f is not None and f.transient:
-            sender.conn.rollback()
-            raise _Transient(f.message)
-        if f is not None and skip(f):
-            sender.conn.rollback()
-            skipped, f = sender.savepoint_each(calls, skip)
-            if f is None:
-                f = sender.send([], tail)
-        return skipped, f
-
-    retrying = job.retry.retrying(lambda e: isinstance(e, _Transient))
-    try:
-        skipped, failure = retrying(attempt)
-    except _Transient as e:
-        failure = Failure(
-            "deadlock",
-            "",
-            f"transient errors persisted after {job.retry.attempts} attempts: {e}",
-            None,
-            0,
-            True,
-        )
-        skipped = []
+    skipped, failure = apply_serially(sender, calls, tail, job.retry, skip)
     if failure is None:
         sender.conn.commit()
         t_commit = time.time()

@@ -26,25 +26,11 @@ from applier.apply.agent import AgentJob, run_streams
 from applier.apply.connection import connect
 from applier.apply.events import Events
 from applier.apply.rendezvous import Rendezvous
-from applier.apply.sender import Failure, Row, Sender
+from applier.apply.sender import Failure, Row, Sender, apply_serially, send_with_policy, slim
 from applier.dialects import DIALECTS
 from applier.plan.calls import Call, Planner
 
 DEPENDENCY_WAIT_S = 30.0
-_SLIM = (
-    "lsn",
-    "xact_seqno",
-    "xact_index",
-    "article",
-    "op",
-    "before",
-    "after",
-    "changed",
-    "key_before",
-    "key_after",
-    "stream",
-    "round",
-)
 
 
 def _transactions(batches: Iterator[pa.RecordBatch]) -> Iterator[list[Row]]:
@@ -143,13 +129,7 @@ def independent_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iter
             calls = sender.calls(txn)
             tail = [Call(upsert, (job.subscription, s, txn[-1]["lsn"], txn[-1]["xact_index"]))]
             t_exec = time.time()
-            failure = sender.send(calls, tail)
-            skipped: list[tuple[Row, Failure]] = []
-            if failure is not None and skip(failure) and not failure.connection_lost:
-                conn.rollback()
-                skipped, failure = sender.savepoint_each(calls, skip)
-                if failure is None:
-                    failure = sender.send([], tail)
+            skipped, failure = send_with_policy(sender, calls, tail, skip)
             if failure is None:
                 conn.commit()
                 t_commit = time.time()
@@ -197,8 +177,7 @@ def independent_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iter
                     ev.command(row, "deferred")
                 deferred.extend(txn)
             yield from ev.drain()
-        slim = [{k: row.get(k) for k in _SLIM} for row in deferred]
-        shares = rdv.all_gather(json.dumps(slim))
+        shares = rdv.all_gather(json.dumps(slim(deferred)))
         if s == 0:
             merged = sorted((row for sh in shares for row in json.loads(sh)), key=lambda x: x["lsn"])
             if merged:
@@ -238,9 +217,6 @@ def _apply_deferred(
     )
     fatal: Failure | None = None
 
-    class _Transient(Exception):
-        pass
-
     for _x, txn in sorted(by_txn.items()):
         if fatal is not None:
             for row in txn:
@@ -255,26 +231,8 @@ def _apply_deferred(
             for st, lsn in sorted(by_stream.items())
         ]
 
-        def attempt(
-            calls: list[tuple[Row, Call]] = calls, tail: list[Call] = tail
-        ) -> tuple[list[tuple[Row, Failure]], Failure | None]:
-            f = sender.send(calls, tail)
-            if f is not None and f.transient:
-                sender.conn.rollback()
-                raise _Transient(f.message)
-            skipped: list[tuple[Row, Failure]] = []
-            if f is not None and skip(f):
-                sender.conn.rollback()
-                skipped, f = sender.savepoint_each(calls, skip)
-                if f is None:
-                    f = sender.send([], tail)
-            return skipped, f
-
         t_exec = time.time()
-        try:
-            skipped, failure = job.retry.retrying(lambda e: isinstance(e, _Transient))(attempt)
-        except _Transient as e:
-            skipped, failure = [], Failure("deadlock", "", str(e), None, 0, True)
+        skipped, failure = apply_serially(sender, calls, tail, job.retry, skip)
         if failure is None:
             sender.conn.commit()
             t_commit = time.time()

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from applier.apply.connection import RetryPolicy
 from applier.articles import Article, SqlType, Syntax
 from applier.dialects.base import Classified, ConflictClass, Dialect
 from applier.plan.calls import Call, Planner, bitmap
@@ -267,3 +268,70 @@ def _conv(f: Callable[[Any], Any] | None, v: Any) -> Any:
 
 
 _loads = json.JSONDecoder().decode  # json.loads without its per-call argument checks
+
+
+SkipRule = Callable[[Failure], bool]
+SHARE_FIELDS = (
+    "lsn",
+    "xact_seqno",
+    "xact_index",
+    "article",
+    "op",
+    "before",
+    "after",
+    "changed",
+    "key_before",
+    "key_after",
+    "stream",
+    "round",
+)
+
+
+def slim(rows: Sequence[Row]) -> list[Row]:
+    """The fields a share needs to travel to another stream (the fallback gathers them)."""
+    return [{k: row.get(k) for k in SHARE_FIELDS} for row in rows]
+
+
+def send_with_policy(
+    sender: Sender, calls: Sequence[tuple[Row, Call]], tail: Sequence[Call], skip: SkipRule
+) -> tuple[list[tuple[Row, Failure]], Failure | None]:
+    """Send the calls then the tail; on an error the error policy skips (-SkipErrors), roll
+    back and apply one call at a time in savepoints, skipping those errors. Returns (skipped,
+    the failure that stands or None); on None the transaction is open for the caller to commit."""
+    failure = sender.send(calls, tail)
+    if failure is None or not skip(failure) or failure.connection_lost:
+        return [], failure
+    sender.conn.rollback()
+    skipped, failure = sender.savepoint_each(calls, skip)
+    if failure is None:
+        failure = sender.send([], tail)
+    return skipped, failure
+
+
+class _Transient(Exception):
+    pass
+
+
+def apply_serially(
+    sender: Sender,
+    calls: Sequence[tuple[Row, Call]],
+    tail: Sequence[Call],
+    retry: RetryPolicy,
+    skip: SkipRule,
+) -> tuple[list[tuple[Row, Failure]], Failure | None]:
+    """The single-connection re-apply: :func:`send_with_policy`, with transient errors (deadlock
+    victim, serialization failure) rolled back and retried by tenacity per ``retry``."""
+
+    def attempt() -> tuple[list[tuple[Row, Failure]], Failure | None]:
+        skipped, f = send_with_policy(sender, calls, tail, skip)
+        if f is not None and f.transient:
+            sender.conn.rollback()
+            raise _Transient(f.message)
+        return skipped, f
+
+    try:
+        return retry.retrying(lambda e: isinstance(e, _Transient))(attempt)
+    except _Transient as e:
+        return [], Failure(
+            "deadlock", "", f"transient errors persisted after {retry.attempts} attempts: {e}", None, 0, True
+        )

@@ -8,6 +8,7 @@ back to the driver with their file and line, and nothing is applied when there i
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,6 +195,28 @@ def _validate_parquet(
     return spark.createDataFrame(rdd.map(lambda r: r[1:]), CHANGE_SCHEMA)
 
 
+def _snapshot_parquet(spark: SparkSession, path: Path, articles: Mapping[str, Article]) -> DataFrame:
+    """A Parquet snapshot as ``applier generate --format parquet`` writes it (article, key,
+    image as canonical JSON text), every image validated against its article."""
+    df = spark.read.parquet(str(path))
+    if not {"article", "image"} <= set(df.columns):
+        raise InputError(f"{path}: not a canonical snapshot, expected columns article and image")
+
+    def check(r: Any) -> tuple[Any, ...]:
+        place = f"{path}: article {r['article']}"
+        try:
+            image = json.loads(r["image"]) if isinstance(r["image"], str) else r["image"]
+            return (None, *validate_snapshot_row({"article": r["article"], "image": image}, articles, place))
+        except (InputError, json.JSONDecodeError) as e:
+            return (f"{place}: {e}",)
+
+    rdd = df.select("article", "image").rdd.map(check).persist(StorageLevel.MEMORY_AND_DISK)
+    errors = rdd.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(5)
+    if errors:
+        raise InputError("invalid snapshot file, nothing applied:\n  " + "\n  ".join(errors))
+    return spark.createDataFrame(rdd.map(lambda r: r[1:]), SNAPSHOT_SCHEMA)
+
+
 def _check_positions(df: DataFrame, origin: str) -> None:
     """lsn and (xact_seqno, command_id) must each name one command."""
     for cols in (["lsn"], ["xact_seqno", "command_id"]):
@@ -259,7 +282,10 @@ def read_changes(
         sp = Path(snapshot_path)
         if not sp.exists():
             raise InputError(f"{sp}: no such snapshot file")
-        snap = _validate_lines(spark, _files(sp, (".jsonl", ".json", ".ndjson")), articles, snapshot=True)
+        if sp.suffix.lower() == ".parquet" or (sp.is_dir() and any(sp.rglob("*.parquet"))):
+            snap = _snapshot_parquet(spark, sp, articles)
+        else:
+            snap = _validate_lines(spark, _files(sp, (".jsonl", ".json", ".ndjson")), articles, snapshot=True)
     else:
         snap = spark.createDataFrame([], SNAPSHOT_SCHEMA)
     return ChangeSet(changes, snap.persist(StorageLevel.MEMORY_AND_DISK), str(path), schemas)
@@ -270,6 +296,11 @@ def write_changes(cs: ChangeSet, out: str | Path, fmt: str = "jsonl") -> tuple[P
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ch, sn = out / "changes", out / "snapshot"
+    for d in (ch, sn):  # overwrite an earlier output, never a folder applier did not write
+        if d.exists():
+            if not (d / "_SUCCESS").exists() and any(d.iterdir()):
+                raise InputError(f"{d} exists and is not an earlier applier output; choose another --out")
+            shutil.rmtree(d)
     changes = cs.changes.orderBy("lsn")
     if fmt == "parquet":
         changes.write.mode("overwrite").parquet(str(ch))
