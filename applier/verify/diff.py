@@ -75,6 +75,10 @@ def verify(
     show: int = 20,
     history: int = 12,
 ) -> Verdict:
+    # Each side is used three times (diff, counts, explanation): compute the oracle and read the
+    # subscriber once.
+    expected = expected.persist()
+    found = found.persist()
     d = diff(expected, found).persist()
     try:
         counts = {r["kind"]: int(r["count"]) for r in d.groupBy("kind").count().collect()}
@@ -108,6 +112,8 @@ def verify(
         return v
     finally:
         d.unpersist()
+        expected.unpersist()
+        found.unpersist()
 
 
 def _effective_times(outcomes: list[dict[str, Any]]) -> tuple[float | None, float | None, str | None]:
