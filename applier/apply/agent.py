@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from applier.apply.connection import REAPPLY, RetryPolicy, connect
 from applier.apply.events import EVENT_SCHEMA, RESET_LOG, Events
 from applier.apply.rendezvous import Address, Coordinator, Rendezvous
-from applier.apply.sender import Failure, Row, Sender, apply_serially, send_with_policy, slim
+from applier.apply.sender import SHARE_FIELDS, Failure, Row, Sender, apply_serially, send_with_policy, slim
 from applier.articles import Article
 from applier.dialects import DIALECTS
 from applier.plan.calls import Call, Planner
@@ -169,13 +169,7 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
             failures = [Failure.from_json(d) for d in map(json.loads, gathered) if d]
             if not failures:
                 conn.commit()
-                t_commit = time.time()
-                skipped_lsns = {row["lsn"] for row, _ in skipped}
-                for row, f in skipped:
-                    ev.command(row, "skipped", cls=f.cls, code=f.code, message=f.message, t_exec=t_exec)
-                for row in share:
-                    if row["lsn"] not in skipped_lsns:
-                        ev.command(row, "applied", t_exec=t_exec, t_commit=t_commit)
+                ev.committed(share, skipped, "applied", t_exec, time.time())
                 t_wait = time.perf_counter()
                 rdv.barrier()  # everyone committed before anyone starts the next round
                 wait_s += time.perf_counter() - t_wait
@@ -262,13 +256,7 @@ def _reapply(
     skipped, failure = apply_serially(sender, calls, tail, job.retry, skip)
     if failure is None:
         sender.conn.commit()
-        t_commit = time.time()
-        skipped_lsns = {row["lsn"] for row, _ in skipped}
-        for row, f in skipped:
-            ev.command(row, "skipped", cls=f.cls, code=f.code, message=f.message, t_exec=t_exec)
-        for row in merged:
-            if row["lsn"] not in skipped_lsns:
-                ev.command(row, "reapplied", t_exec=t_exec, t_commit=t_commit)
+        ev.committed(merged, skipped, "reapplied", t_exec, time.time())
         return {"fatal": False}
     sender.conn.rollback()
     for row in merged:
@@ -298,20 +286,6 @@ def route_values(spark: SparkSession, n: int) -> dict[int, int]:
     return route
 
 
-STREAM_COLUMNS = [
-    "lsn",
-    "xact_seqno",
-    "xact_index",
-    "article",
-    "op",
-    "before",
-    "after",
-    "changed",
-    "key_before",
-    "key_after",
-    "stream",
-    "round",
-]
 Task = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 
@@ -335,7 +309,7 @@ def run_streams(
         )
     route = route_values(spark, job.streams)
     mapping = F.create_map(*[x for s, v in sorted(route.items()) for x in (F.lit(s), F.lit(v).cast("long"))])
-    cols = STREAM_COLUMNS + (["deps"] if "deps" in planned.columns else [])
+    cols = list(SHARE_FIELDS) + (["deps"] if "deps" in planned.columns else [])
     routed = (
         planned.select(*cols)
         .withColumn("_route", mapping[F.col("stream")])

@@ -11,7 +11,7 @@ Times (epoch seconds): t_exec when the command's batch was sent, t_commit when i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -128,6 +128,23 @@ class Events:
             t_exec=t_exec,
             t_commit=t_commit,
         )
+
+    def committed(
+        self,
+        rows: Sequence[dict[str, Any]],
+        skipped: Sequence[tuple[dict[str, Any], Any]],
+        outcome: str,
+        t_exec: float,
+        t_commit: float,
+    ) -> None:
+        """Outcomes of rows whose transaction committed: the skipped ones (with their failure),
+        then every other row as ``outcome`` (applied or reapplied)."""
+        skipped_lsns = {row["lsn"] for row, _ in skipped}
+        for row, f in skipped:
+            self.command(row, "skipped", cls=f.cls, code=f.code, message=f.message, t_exec=t_exec)
+        for row in rows:
+            if row["lsn"] not in skipped_lsns:
+                self.command(row, outcome, t_exec=t_exec, t_commit=t_commit)
 
     def __len__(self) -> int:
         return len(self.cols[0])

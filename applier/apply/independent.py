@@ -132,10 +132,8 @@ def independent_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iter
             skipped, failure = send_with_policy(sender, calls, tail, skip)
             if failure is None:
                 conn.commit()
-                t_commit = time.time()
-                skipped_lsns = {r["lsn"] for r, _ in skipped}
+                ev.committed(txn, skipped, "applied", t_exec, time.time())
                 for row, f in skipped:
-                    ev.command(row, "skipped", cls=f.cls, code=f.code, message=f.message, t_exec=t_exec)
                     ev.add(
                         "conflict",
                         lsn=row["lsn"],
@@ -146,9 +144,6 @@ def independent_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iter
                         message=f.message,
                         outcome="skipped",
                     )
-                for row in txn:
-                    if row["lsn"] not in skipped_lsns:
-                        ev.command(row, "applied", t_exec=t_exec, t_commit=t_commit)
             else:
                 with contextlib.suppress(Exception):  # a lost connection cannot roll back
                     conn.rollback()
@@ -235,13 +230,7 @@ def _apply_deferred(
         skipped, failure = apply_serially(sender, calls, tail, job.retry, skip)
         if failure is None:
             sender.conn.commit()
-            t_commit = time.time()
-            skipped_lsns = {r["lsn"] for r, _ in skipped}
-            for row, f in skipped:
-                ev.command(row, "skipped", cls=f.cls, code=f.code, message=f.message, t_exec=t_exec)
-            for row in txn:
-                if row["lsn"] not in skipped_lsns:
-                    ev.command(row, "reapplied", t_exec=t_exec, t_commit=t_commit)
+            ev.committed(txn, skipped, "reapplied", t_exec, time.time())
             continue
         sender.conn.rollback()
         fatal = failure

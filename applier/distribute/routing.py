@@ -33,28 +33,12 @@ from pyspark.sql import types as T
 from applier.articles import Article, Column
 from applier.errors import ConfigError
 from applier.settings import ArticleSubscription, Subscription
-from applier.sources.canonical import CHANGE_FIELDS, CHANGE_SCHEMA
+from applier.sources.canonical import ARROW_CHANGE, CHANGE_FIELDS, CHANGE_SCHEMA
 from applier.sources.events import Schemas, convert_value
 from applier.values import dumps_image
 
 ROUTED_SCHEMA = CHANGE_SCHEMA + ", statement long, source_op string"
-_ARROW_ROUTED = pa.schema(
-    [
-        ("lsn", pa.int64()),
-        ("xact_seqno", pa.int64()),
-        ("command_id", pa.int32()),
-        ("article", pa.string()),
-        ("op", pa.string()),
-        ("schema_version", pa.int32()),
-        ("before", pa.string()),
-        ("after", pa.string()),
-        ("changed", pa.list_(pa.string())),
-        ("key_before", pa.string()),
-        ("key_after", pa.string()),
-        ("statement", pa.int64()),
-        ("source_op", pa.string()),
-    ]
-)
+_ARROW_ROUTED = pa.schema([*ARROW_CHANGE, ("statement", pa.int64()), ("source_op", pa.string())])
 _P = "__applier_"  # prefix that keeps the record's own columns apart from article columns
 
 

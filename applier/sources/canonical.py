@@ -11,6 +11,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from applier.articles import Article
 from applier.errors import InputError
 from applier.values import ValueError_, dumps_image, key_text, validate_encoded
@@ -34,6 +36,21 @@ CHANGE_FIELDS = (
 CHANGE_SCHEMA = (
     "lsn long, xact_seqno long, command_id int, article string, op string, schema_version int, "
     "before string, after string, changed array<string>, key_before string, key_after string"
+)
+ARROW_CHANGE = pa.schema(
+    [
+        ("lsn", pa.int64()),
+        ("xact_seqno", pa.int64()),
+        ("command_id", pa.int32()),
+        ("article", pa.string()),
+        ("op", pa.string()),
+        ("schema_version", pa.int32()),
+        ("before", pa.string()),
+        ("after", pa.string()),
+        ("changed", pa.list_(pa.string())),
+        ("key_before", pa.string()),
+        ("key_after", pa.string()),
+    ]
 )
 SNAPSHOT_SCHEMA = "article string, key string, image string"
 ROW_OPS = ("I", "U", "D")

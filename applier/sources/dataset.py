@@ -23,6 +23,7 @@ from applier.articles import Article
 from applier.errors import InputError
 from applier.settings import Config
 from applier.sources.canonical import (
+    ARROW_CHANGE,
     CHANGE_FIELDS,
     CHANGE_SCHEMA,
     SNAPSHOT_SCHEMA,
@@ -32,23 +33,8 @@ from applier.sources.canonical import (
 from applier.sources.events import SchemaChange, Schemas
 from applier.sources.generator import LANES, generate_lane
 
-_ARROW_CHANGE = pa.schema(
-    [
-        ("lsn", pa.int64()),
-        ("xact_seqno", pa.int64()),
-        ("command_id", pa.int32()),
-        ("article", pa.string()),
-        ("op", pa.string()),
-        ("schema_version", pa.int32()),
-        ("before", pa.string()),
-        ("after", pa.string()),
-        ("changed", pa.list_(pa.string())),
-        ("key_before", pa.string()),
-        ("key_after", pa.string()),
-    ]
-)
 _GEN_SCHEMA = "kind string, " + CHANGE_SCHEMA
-_ARROW_GEN = pa.schema([("kind", pa.string()), *_ARROW_CHANGE])
+_ARROW_GEN = pa.schema([("kind", pa.string()), *ARROW_CHANGE])
 _BATCH = 8192
 
 
@@ -332,4 +318,4 @@ def write_changes(cs: ChangeSet, out: str | Path, fmt: str = "jsonl") -> tuple[P
     return ch, sn
 
 
-assert tuple(f.name for f in _ARROW_CHANGE) == CHANGE_FIELDS
+assert tuple(f.name for f in ARROW_CHANGE) == CHANGE_FIELDS
