@@ -37,6 +37,12 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     g.add_argument("--partition", choices=["key-hash", "single", "round-robin", "writeset"])
     g.add_argument("--model", choices=["agent", "independent"], help="apply model (default agent)")
     g.add_argument("--lock-timeout-ms", type=int)
+    g.add_argument(
+        "--set-apply",
+        action="store_true",
+        default=None,
+        help="set-based apply: runs of one operation per article in one statement (generated procedures)",
+    )
     g.add_argument("--error-policy", help="strict | skip:<codes> | continue-on-data-consistency-errors")
     g.add_argument("--subscription")
 
@@ -57,7 +63,15 @@ def _config(a: argparse.Namespace) -> Config:
         if v is not None:
             w[f] = v
     r: dict[str, Any] = {}
-    for f in ("streams", "commit_batch_size", "partition", "model", "lock_timeout_ms", "subscription"):
+    for f in (
+        "streams",
+        "commit_batch_size",
+        "partition",
+        "model",
+        "lock_timeout_ms",
+        "subscription",
+        "set_apply",
+    ):
         v = getattr(a, f, None)
         if v is not None:
             r[f] = v

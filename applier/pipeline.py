@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from applier.apply import apply_model
-from applier.apply.agent import AgentJob
+from applier.apply.agent import AgentJob, route_streams
 from applier.apply.connection import connect
 from applier.apply.constraints import add_constraints
 from applier.apply.install import install, load_snapshot
@@ -87,10 +87,14 @@ def _poll_progress(
 def summarize(
     events: DataFrame, job: AgentJob, commands: int, transactions: int, apply_seconds: float
 ) -> dict[str, Any]:
-    outcomes = {
-        r["outcome"]: int(r["count"])
-        for r in events.where("kind = 'command'").groupBy("outcome").count().collect()
-    }
+    outcomes: dict[str, int] = {}
+    for r in (
+        events.where("kind IN ('command', 'batch')")
+        .groupBy("outcome")
+        .agg(F.sum(F.when(F.col("kind") == "batch", F.col("n")).otherwise(F.lit(1))).alias("count"))
+        .collect()
+    ):
+        outcomes[r["outcome"]] = int(r["count"])
     conflicts = {
         r["class"]: int(r["count"])
         for r in events.where("kind = 'conflict'").groupBy("class").count().collect()
@@ -180,7 +184,7 @@ def run(
             loaded = 0
         else:
             say("installing tables and procedures")
-            install(target, config.articles, rs.subscription, custom_sql=custom_sql)
+            install(target, config.articles, rs.subscription, custom_sql=custom_sql, set_apply=rs.set_apply)
             loaded = load_snapshot(cs.snapshot, target, config.articles)
             add_constraints(target, config.articles)
         phases["prepare"] = time.perf_counter() - t
@@ -188,7 +192,8 @@ def run(
         t = time.perf_counter()
         say(f"partitioning ({rs.partition}, {rs.streams} streams)")
         indexed, n_rounds = with_rounds(cs.changes, rs.commit_batch_size)
-        planned = partition(indexed, rs.partition, rs.streams, config.articles)
+        # Laid out per stream task (the shuffle) here, so that the apply phase only applies.
+        planned = route_streams(partition(indexed, rs.partition, rs.streams, config.articles), rs.streams)
         planned = planned.persist(StorageLevel.MEMORY_AND_DISK)
         stats = planned.agg(F.count("*").alias("c"), F.countDistinct("xact_seqno").alias("x")).collect()[0]
         commands, transactions = int(stats["c"]), int(stats["x"])
@@ -203,6 +208,7 @@ def run(
             n_rounds,
             rs.lock_timeout_ms,
             rs.error_policy,
+            set_apply=rs.set_apply,
         )
         say(f"applying {commands} commands in {n_rounds} rounds on {rs.streams} streams")
         stop = threading.Event()

@@ -106,6 +106,9 @@ class RunSettings:
     lock_timeout_ms: int = 2000
     error_policy: ErrorPolicy = field(default_factory=ErrorPolicy)
     retry_attempts: int = 5
+    # Set-based apply: runs of one operation on one article in one statement per parallel
+    # round (generated procedures only; re-applies after a reset stay row by row).
+    set_apply: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.streams <= 64:

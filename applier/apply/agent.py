@@ -53,6 +53,10 @@ class AgentJob:
     error_policy: ErrorPolicy
     retry: RetryPolicy = REAPPLY
     rendezvous: Address | None = None  # set by run_streams for the stage
+    set_apply: bool = False  # run.set_apply: set-based calls in parallel rounds
+    # A share committed whole is one "batch" event (events.command_outcomes expands it by
+    # stream and round); False where (stream, round) does not identify the share (segments).
+    batch_events: bool = True
 
 
 class _Peek:
@@ -95,10 +99,10 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
         s = ctx.partitionId()
         dialect = DIALECTS[job.dialect_name]()
         planner = Planner(dialect, job.articles)
-        ev = Events()
+        ev = Events(batches=job.batch_events)
         t_start = time.perf_counter()
         conn = connect(job.connection_string, dialect, job.lock_timeout_ms)
-        sender = Sender(conn, dialect, planner, s)
+        sender = Sender(conn, dialect, planner, s, job.set_apply)
         done_round = _read_progress(conn, job, s)
         upsert = dialect.progress_upsert_sql()
         peek = _Peek(_rows(batches))
@@ -244,7 +248,7 @@ def _reapply(
 ) -> dict[str, Any]:
     """Stream 0 applies the whole round in commit order on its one connection."""
     t_exec = time.time()
-    calls = sender.calls(merged)
+    calls = sender.calls(merged, bulk=False)  # row by row: each error names its command
     by_stream: dict[int, list[Row]] = {}
     for row in merged:
         by_stream.setdefault(row["stream"], []).append(row)
@@ -287,6 +291,27 @@ def route_values(spark: SparkSession, n: int) -> dict[int, int]:
 
 
 Task = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+ROUTED = "_routed_streams"  # column marking a DataFrame that route_streams already laid out
+
+
+def route_streams(planned: DataFrame, n: int) -> DataFrame:
+    """``planned`` laid out for the stream tasks: partition i holds stream i's rows in lsn
+    order, only the columns a share needs (plus ``deps`` for writeset) and the ROUTED marker.
+    Persist the result to pay the shuffle once, before the apply stage; a DataFrame already
+    routed for n streams comes back as it is."""
+    if ROUTED in planned.columns:
+        return planned
+    route = route_values(planned.sparkSession, n)
+    mapping = F.create_map(*[x for s, v in sorted(route.items()) for x in (F.lit(s), F.lit(v).cast("long"))])
+    cols = list(SHARE_FIELDS) + (["deps"] if "deps" in planned.columns else [])
+    return (
+        planned.select(*cols)
+        .withColumn("_route", mapping[F.col("stream")])
+        .repartition(n, "_route")
+        .sortWithinPartitions("lsn")
+        .drop("_route")
+        .withColumn(ROUTED, F.lit(n))
+    )
 
 
 def run_streams(
@@ -307,23 +332,14 @@ def run_streams(
             f"{job.streams} streams need {job.streams} task slots; this Spark has {slots} "
             f"(use local[{job.streams}] or more executors)"
         )
-    route = route_values(spark, job.streams)
-    mapping = F.create_map(*[x for s, v in sorted(route.items()) for x in (F.lit(s), F.lit(v).cast("long"))])
-    cols = list(SHARE_FIELDS) + (["deps"] if "deps" in planned.columns else [])
-    routed = (
-        planned.select(*cols)
-        .withColumn("_route", mapping[F.col("stream")])
-        .repartition(job.streams, "_route")
-        .sortWithinPartitions("lsn")
-        .drop("_route")
-    )
+    routed = route_streams(planned, job.streams)
     local = str(spark.sparkContext.master).startswith("local")
     host = "127.0.0.1" if local else str(spark.conf.get("spark.driver.host") or socket.gethostname())
     coordinator = Coordinator(job.streams, host=host, bind="127.0.0.1" if local else "")
     coordinator.start()
     try:
         staged = dataclasses.replace(job, rendezvous=coordinator.address)
-        events = routed.mapInArrow(make_task(staged), EVENT_SCHEMA, barrier=True)
+        events = routed.drop(ROUTED).mapInArrow(make_task(staged), EVENT_SCHEMA, barrier=True)
         events.write.mode("overwrite").parquet(out_path)
     finally:
         coordinator.stop()

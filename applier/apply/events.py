@@ -7,6 +7,11 @@ connection hit an error the policy does not skip: the run stops), not_applied (t
 stopped first), resumed (an earlier run committed it, per the progress table), deferred
 (independent model: after a conflict in its stream, applied at the end on one connection).
 Times (epoch seconds): t_exec when the command's batch was sent, t_commit when it committed.
+
+A share that committed whole in a parallel round (nothing skipped) is one ``batch`` event
+(stream, round, outcome, n commands) instead of n command events: the common case costs one
+row, and :func:`command_outcomes` gives every command its outcome again by (stream, round)
+where a report or the blame needs it.
 """
 
 from __future__ import annotations
@@ -57,8 +62,11 @@ RESET_LOG = "Number of subscription streams has been reset from {n} to 1"
 class Events:
     """Buffers event rows and hands them out as Arrow batches."""
 
-    def __init__(self) -> None:
+    def __init__(self, batches: bool = False) -> None:
+        """``batches``: a committed share with nothing skipped becomes one ``batch`` event
+        (the caller commits one stream's whole share of a round at a time)."""
         self.cols: list[list[Any]] = [[] for _ in _ARROW]
+        self.batches = batches
 
     def add(
         self,
@@ -138,7 +146,21 @@ class Events:
         t_commit: float,
     ) -> None:
         """Outcomes of rows whose transaction committed: the skipped ones (with their failure),
-        then every other row as ``outcome`` (applied or reapplied)."""
+        then every other row as ``outcome`` (applied or reapplied). One stream's whole share
+        applied in a parallel round with nothing skipped is one ``batch`` event."""
+        if self.batches and not skipped and outcome == "applied":
+            if rows:
+                r0 = rows[0]
+                self.add(
+                    "batch",
+                    stream=r0["stream"],
+                    round_=r0["round"],
+                    outcome=outcome,
+                    n=len(rows),
+                    t_exec=t_exec,
+                    t_commit=t_commit,
+                )
+            return
         skipped_lsns = {row["lsn"] for row, _ in skipped}
         for row, f in skipped:
             self.command(row, "skipped", cls=f.cls, code=f.code, message=f.message, t_exec=t_exec)
@@ -155,3 +177,29 @@ class Events:
                 [pa.array(c, type=f.type) for c, f in zip(self.cols, _ARROW, strict=False)], schema=_ARROW
             )
             self.cols = [[] for _ in _ARROW]
+
+
+def command_outcomes(events: Any, commands: Any) -> Any:
+    """Per-command outcomes (lsn, outcome, class, code, t_exec, t_commit): the command events
+    plus, for every command of ``commands`` (a DataFrame with lsn, stream and round), the
+    outcome of the ``batch`` event of its (stream, round)."""
+    from pyspark.sql import functions as F
+
+    cols = ["lsn", "outcome", "class", "code", "t_exec", "t_commit"]
+    single = events.where("kind = 'command'").select(*cols)
+    if "stream" not in commands.columns or "round" not in commands.columns:
+        return single
+    batches = events.where("kind = 'batch'").select("stream", "round", "outcome", "t_exec", "t_commit")
+    expanded = (
+        commands.select("lsn", "stream", "round")
+        .join(batches, ["stream", "round"])
+        .select(
+            "lsn",
+            "outcome",
+            F.lit(None).cast("string").alias("class"),
+            F.lit(None).cast("string").alias("code"),
+            "t_exec",
+            "t_commit",
+        )
+    )
+    return single.unionByName(expanded)

@@ -86,7 +86,7 @@ def independent_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iter
         dialect = DIALECTS[job.dialect_name]()
         ev = Events()
         conn = connect(job.connection_string, dialect, job.lock_timeout_ms)
-        sender = Sender(conn, dialect, Planner(dialect, job.articles), s)
+        sender = Sender(conn, dialect, Planner(dialect, job.articles), s, job.set_apply)
         progress = _Progress(conn, dialect.progress_select_sql(), job.subscription)
         progress.refresh()
         done = progress.seen.get(s, -1)
@@ -217,7 +217,7 @@ def _apply_deferred(
             for row in txn:
                 ev.command(row, "not_applied")
             continue
-        calls = sender.calls(txn)
+        calls = sender.calls(txn, bulk=False)
         by_stream: dict[int, int] = {}
         for row in txn:
             by_stream[row["stream"]] = max(by_stream.get(row["stream"], -1), row["lsn"])

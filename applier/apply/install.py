@@ -40,8 +40,10 @@ def install(
     *,
     recreate_tables: bool = True,
     custom_sql: Sequence[Path] = (),
+    set_apply: bool = False,
 ) -> list[str]:
     """Create schemas, tables, default procedures and the progress table; run custom SQL files.
+    ``set_apply``: also the set-based procedures of the eligible operations.
 
     Returns the names of the procedures installed, in order.
     """
@@ -69,6 +71,14 @@ def install(
                 for stmt in dialect.split_script(sql):
                     _exec(cur, stmt, f"installing {dialect.proc_ref(a, op)}")
                 installed.append(dialect.proc_ref(a, op))
+            for op in "IUD" if set_apply else "":
+                sql = dialect.set_procedure_sql(a, op)
+                if sql is None:
+                    continue
+                ref = dialect.qualified(*dialect.set_proc_name(a, op))
+                for stmt in dialect.split_script(sql):
+                    _exec(cur, stmt, f"installing {ref}")
+                installed.append(ref)
         for path in custom_sql:
             try:
                 text = Path(path).read_text(encoding="utf-8")

@@ -271,6 +271,7 @@ def apply_segments(
                     n_rounds,
                     rs.lock_timeout_ms,
                     rs.error_policy,
+                    batch_events=False,  # rounds restart in every segment
                 )
                 say(
                     f"{sub.name}: segment {k}: {stats['c']} commands in {n_rounds} rounds on {streams} streams"

@@ -4,6 +4,13 @@ Calls travel as one multi-statement text per chunk (``CALL a(?,..);CALL b(?,..)`
 every value bound; psqlODBC with UseServerSidePrepare=0 substitutes the parameters and
 sends the chunk in one round trip (reference/postgres-odbc-notes.md: ~100k calls/s against
 ~15k one call per round trip). A chunk holds at most the dialect's parameter limit.
+
+Set-based apply (``run.set_apply``): consecutive commands of one operation on one article
+become one :class:`BulkCall` of the article's set procedure, its rows bound as one JSON
+parameter. Updates of the same key merge (later changed columns win, masks OR-ed); a second
+insert or delete of a key, a key change, a custom procedure or a syntax whose per-row effect
+is not a plain keyed statement ends the run of rows and goes row by row, so the order of
+effects is the stream's. Re-applies after a reset and skips go row by row (per-row errors).
 """
 
 from __future__ import annotations
@@ -73,35 +80,87 @@ def attribute(rows: Sequence[Row], c: Classified) -> Row | None:
     return best
 
 
+@dataclass(frozen=True)
+class BulkCall(Call):
+    """A set-based call: ``params`` is the rows as one JSON text; ``rows`` the commands it
+    applies, in stream order (for error attribution and the row-by-row fallback)."""
+
+    rows: tuple[Row, ...] = ()
+
+
+BULK_MAX_ROWS = 5000  # rows per set-based call: bounds the JSON text one round trip carries
+
+
 class Sender:
     """One connection's way of sending calls: chunked multi-statement batches."""
 
-    def __init__(self, conn: Any, dialect: Dialect, planner: Planner, stream: int) -> None:
+    def __init__(
+        self, conn: Any, dialect: Dialect, planner: Planner, stream: int, set_apply: bool = False
+    ) -> None:
         self.conn = conn
         self.dialect = dialect
         self.planner = planner
         self.stream = stream
+        self.set_apply = set_apply
         self.round_trips = 0
         self.sql_seconds = 0.0
         self._compiled: dict[tuple[str, str], _CompiledPlan] = {}
 
-    def calls(self, rows: Sequence[Row]) -> list[tuple[Row, Call]]:
-        """The call of every row (rows whose operation is not replicated are left out).
+    def _plan(self, r: Row) -> _CompiledPlan:
+        key = (r["article"], r["op"])
+        plan = self._compiled.get(key)
+        if plan is None:
+            plan = self._compiled[key] = _CompiledPlan(self.planner, *key)
+        return plan
+
+    def calls(self, rows: Sequence[Row], bulk: bool | None = None) -> list[tuple[Row, Call]]:
+        """The call of every row (rows whose operation is not replicated are left out);
+        set-based calls where ``bulk`` (default: the sender's ``set_apply``) allows.
 
         The same calls as ``Planner.plan`` (tests/unit/test_bench_sender.py checks it), through
         a per-(article, op) plan compiled once: planning is the stream's main CPU cost, on the
         same cores as the subscriber.
         """
+        if self.set_apply if bulk is None else bulk:
+            return self._bulk_calls(rows)
         out = []
-        compiled = self._compiled
         for r in rows:
-            key = (r["article"], r["op"])
-            plan = compiled.get(key)
-            if plan is None:
-                plan = compiled[key] = _CompiledPlan(self.planner, *key)
-            call = plan.call(r)
+            call = self._plan(r).call(r)
             if call is not None:
                 out.append((r, call))
+        return out
+
+    def _bulk_calls(self, rows: Sequence[Row]) -> list[tuple[Row, Call]]:
+        out: list[tuple[Row, Call]] = []
+        seg: _Segment | None = None
+        for r in rows:
+            plan = self._plan(r)
+            if plan.set_sql is None or (r["op"] == "U" and r["key_before"] != r["key_after"]):
+                if seg is not None:
+                    out.append(seg.call())
+                    seg = None
+                call = plan.call(r)
+                if call is not None:
+                    out.append((r, call))
+                continue
+            if seg is not None and (seg.plan is not plan or len(seg.rows) >= BULK_MAX_ROWS or not seg.add(r)):
+                out.append(seg.call())
+                seg = None
+            if seg is None:
+                seg = _Segment(plan)
+                seg.add(r)
+        if seg is not None:
+            out.append(seg.call())
+        return out
+
+    def per_row(self, calls: Sequence[tuple[Row, Call]]) -> list[tuple[Row, Call]]:
+        """``calls`` with every set-based call replaced by the row calls of its rows."""
+        out: list[tuple[Row, Call]] = []
+        for r, c in calls:
+            if isinstance(c, BulkCall):
+                out.extend(self.calls(c.rows, bulk=False))
+            else:
+                out.append((r, c))
         return out
 
     def send(self, calls: Sequence[tuple[Row, Call]], tail: Sequence[Call] = ()) -> Failure | None:
@@ -138,7 +197,8 @@ class Sender:
                 pass
         except pyodbc.Error as e:
             c = self.dialect.classify(e)
-            culprit = attribute([r for r, _ in chunk if r is not None], c)
+            rows = [x for r, call in chunk for x in (call.rows if isinstance(call, BulkCall) else (r,))]
+            culprit = attribute([r for r in rows if r is not None], c)
             return Failure(
                 c.cls.value,
                 c.code,
@@ -209,6 +269,20 @@ class _CompiledPlan:
         self.index = {c.name: i for i, c in enumerate(cols)}
         self.keys = [(c.name, _converter(c.type)) for c in a.key_columns]
         self.bitmaps: dict[tuple[str, ...], bytes] = {}
+        dialect = planner.dialect
+        self.set_sql = dialect.set_call_sql(a, op) if dialect.set_eligible(a, op) else None
+        self.mask_key = json.dumps(dialect.set_mask_name(a))
+        self.names = [c.name for c in cols]
+        self.masks: dict[tuple[str, ...] | None, str] = {}
+
+    def mask(self, row: Row) -> str:
+        """An update's changed-column mask for the set procedure ('1' = set the column)."""
+        changed = tuple(row["changed"] or ()) if self.syntax != Syntax.CALL else None
+        m = self.masks.get(changed)
+        if m is None:
+            chosen = set(self.names) if changed is None else set(changed)
+            m = self.masks[changed] = "".join("1" if n in chosen else "0" for n in self.names)
+        return m
 
     def _pk(self, row: Row, before: dict[str, Any] | None) -> tuple[Any, ...]:
         kb = row.get("key_before")
@@ -263,6 +337,58 @@ class _CompiledPlan:
 _COMPILED = (Syntax.CALL, Syntax.SCALL, Syntax.MCALL, Syntax.XCALL)
 
 
+class _Segment:
+    """Consecutive rows of one (article, op) on their way to one set-based call: per key the
+    image to send (JSON text as it came, or merged into a dict) and, for updates, the mask."""
+
+    def __init__(self, plan: _CompiledPlan) -> None:
+        self.plan = plan
+        self.rows: list[Row] = []
+        self.images: dict[str, list[Any]] = {}  # key text -> [image text | dict, mask]
+
+    def add(self, r: Row) -> bool:
+        """Take r; False (r not taken) when it cannot join: a second insert or delete of a key."""
+        op = self.plan.op
+        if op == "U":
+            key, image = r["key_before"], r["after"]
+        elif op == "I":
+            key, image = r["key_after"], r["after"]
+        else:
+            key, image = r["key_before"], r["before"]
+        entry = self.images.get(key)
+        if entry is not None and op != "U":
+            return False
+        mask = self.plan.mask(r) if op == "U" else ""
+        if entry is None:
+            self.images[key] = [image, mask]
+        else:  # a later update of the same key: its changed columns win
+            old = entry[0] if isinstance(entry[0], dict) else _loads(entry[0])
+            new = _loads(image)
+            for n, bit in zip(self.plan.names, mask, strict=True):
+                if bit == "1":
+                    old[n] = new.get(n)
+            entry[0] = old
+            entry[1] = "".join("1" if "1" in (a, b) else "0" for a, b in zip(entry[1], mask, strict=True))
+        self.rows.append(r)
+        return True
+
+    def call(self) -> tuple[Row, Call]:
+        plan = self.plan
+        parts = []
+        mk = plan.mask_key
+        for image, mask in self.images.values():
+            if plan.op != "U":
+                parts.append(image if isinstance(image, str) else json.dumps(image))
+            elif isinstance(image, str) and image.lstrip().startswith("{") and image.strip() != "{}":
+                parts.append("{" + mk + ':"' + mask + '",' + image.lstrip()[1:])
+            else:
+                img = dict(image if isinstance(image, dict) else _loads(image))
+                img[json.loads(mk)] = mask
+                parts.append(json.dumps(img))
+        assert plan.set_sql is not None
+        return self.rows[0], BulkCall(plan.set_sql, ("[" + ",".join(parts) + "]",), tuple(self.rows))
+
+
 def _conv(f: Callable[[Any], Any] | None, v: Any) -> Any:
     return v if v is None or f is None else f(v)
 
@@ -302,7 +428,7 @@ def send_with_policy(
     if failure is None or not skip(failure) or failure.connection_lost:
         return [], failure
     sender.conn.rollback()
-    skipped, failure = sender.savepoint_each(calls, skip)
+    skipped, failure = sender.savepoint_each(sender.per_row(calls), skip)
     if failure is None:
         failure = sender.send([], tail)
     return skipped, failure

@@ -29,7 +29,7 @@ from typing import Any
 from applier.bench.report import SYNCS, Measure, PerN, SyncRun, report_json, table_lines
 from applier.bench.stream import BenchStream
 
-PARTS = ("ceiling", "applier", "native")
+PARTS = ("ceiling", "applier", "set", "native")
 
 
 def _ints(text: str) -> list[int]:
@@ -78,7 +78,8 @@ def register(subparsers: Any) -> str:
         "--only",
         type=_choices(PARTS),
         default=list(PARTS),
-        help="what to measure (default ceiling,applier,native)",
+        help="what to measure: ceiling, applier (procedure calls), set (applier with set-based apply), "
+        "native (default: all)",
     )
     p.add_argument("--seed", type=int, default=42)
     p.add_argument(
@@ -140,7 +141,8 @@ def cmd_bench(a: argparse.Namespace) -> int:
         f"{sync} N={n}: {p['verdict']}"
         for sync, run in doc["runs"].items()
         for n, p in run["per_n"].items()
-        if p["verdict"] not in (None, "converged")
+        for v in (p["verdict"], p.get("set_verdict"))
+        if v not in (None, "converged")
     ]
     if failed:
         print("applier did not converge: " + ", ".join(failed))
@@ -184,7 +186,7 @@ def run_bench(
         planned = plan_stream(cfg, "postgres", changes(cfg))
     spark = None
     spark_start = 0.0
-    if "applier" in only:
+    if "applier" in only or "set" in only:
         from applier.sparkenv import spark_session
 
         say("starting Spark")
@@ -197,7 +199,7 @@ def run_bench(
     for sync in syncs:
         run = SyncRun(sync)
         runs[sync] = run
-        if "ceiling" in only or "applier" in only:
+        if "ceiling" in only or "applier" in only or "set" in only:
             with EmbeddedPostgres(synchronous_commit=sync == "on") as pg:
                 target = preflight(pg.odbc_connection_string(), f"embedded PostgreSQL (sync {sync})")
                 postmaster = _postmaster(target.connection_string)
@@ -223,6 +225,9 @@ def run_bench(
                     if "applier" in only:
                         say(f"sync {sync}, N={n}: applier")
                         _applier(spark, bs, n, sync, target, postmaster, p, spark_start, out)
+                    if "set" in only:
+                        say(f"sync {sync}, N={n}: applier, set-based apply")
+                        _applier(spark, bs, n, sync, target, postmaster, p, spark_start, out, set_apply=True)
         if "native" in only:
             from applier.bench.native import run_native
 
@@ -247,18 +252,20 @@ def _applier(
     p: PerN,
     spark_start: float,
     out: Path | None = None,
+    set_apply: bool = False,
 ) -> None:
     """One pipeline run; its apply phase, its wall time, memory peaks and the CPU that each
     side spent per command during the apply phase (JVM, Python workers, PostgreSQL)."""
     from applier import pipeline
     from applier.bench.memory import MemorySampler, jvm_pid, own_cpu, tree_cpu_seconds
 
-    config = bs.config(n, f"bench-{sync}-{n}")
+    config = bs.config(n, f"bench-{sync}-{n}{'-set' if set_apply else ''}", set_apply)
     checkpoint_s = 0.0
     jvm = jvm_pid(spark)
     marks: dict[str, tuple[float, float, float]] = {}
 
-    mem = MemorySampler(jvm, progress_file=out / f"memory-{sync}-{n}.partial.json" if out else None)
+    tag = f"{sync}-{n}{'-set' if set_apply else ''}"
+    mem = MemorySampler(jvm, progress_file=out / f"memory-{tag}.partial.json" if out else None)
 
     def cpu() -> tuple[float, float, float]:
         workers = mem.workers_cpu_seconds() if jvm else 0.0
@@ -280,22 +287,31 @@ def _applier(
         result = pipeline.run(spark, config, target, on_phase=phase, progress=progress)
         wall = time.perf_counter() - t - checkpoint_s
     commands = int(result.summary["commands"])
-    p.apply = Measure(commands, result.phases["apply"])
-    p.end_to_end = Measure(commands, spark_start + wall)
-    p.phases = {
+    phases = {
         "spark_start": spark_start,
         **result.phases,
         "run_wall": wall,
         "checkpoint_excluded": checkpoint_s,
     }
-    p.verdict = result.verdict.verdict
-    p.memory = mem.to_json()
+    x = "set_" if set_apply else ""
+    if set_apply:
+        p.set_apply = Measure(commands, result.phases["apply"])
+        p.set_end_to_end = Measure(commands, spark_start + wall)
+        p.set_phases = phases
+        p.set_verdict = result.verdict.verdict
+        p.extra["set_memory_mib"] = mem.to_json()
+    else:
+        p.apply = Measure(commands, result.phases["apply"])
+        p.end_to_end = Measure(commands, spark_start + wall)
+        p.phases = phases
+        p.verdict = result.verdict.verdict
+        p.memory = mem.to_json()
     if "start" in marks and "end" in marks:
         d = [b - a for a, b in zip(marks["start"], marks["end"], strict=True)]
-        p.extra["apply_cpu_us_per_command"] = {
+        p.extra[f"{x}apply_cpu_us_per_command"] = {
             "jvm": _us(d[0], commands),
             "python_workers": _us(d[1], commands),
             "server": _us(d[2], commands),
         }
-    p.extra["stream_stats"] = result.summary.get("stream_stats")
-    p.extra["resets"] = result.summary.get("resets")
+    p.extra[f"{x}stream_stats"] = result.summary.get("stream_stats")
+    p.extra[f"{x}resets"] = result.summary.get("resets")

@@ -22,11 +22,13 @@ def plot(doc: Mapping[str, Any], path: str | Path) -> Path | None:
         ("ceiling", "ceiling (minimal pyodbc loop)", "o-"),
         ("applier_apply", "applier apply phase", "s-"),
         ("applier_end_to_end", "applier end to end", "^--"),
+        ("applier_set_apply", "applier apply phase, set-based", "D-"),
+        ("applier_set_end_to_end", "applier end to end, set-based", "v--"),
     )
     for ax, (sync, run) in zip(axes[0], runs.items(), strict=True):
         ns = [int(n) for n in run["per_n"]]
         for key, label, style in series:
-            ys = [(run["per_n"][str(n)][key] or {}).get("commands_per_s") for n in ns]
+            ys = [(run["per_n"][str(n)].get(key) or {}).get("commands_per_s") for n in ns]
             pts = [(n, y) for n, y in zip(ns, ys, strict=True) if y is not None]
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)

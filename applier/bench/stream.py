@@ -54,12 +54,15 @@ class BenchStream:
             seed=self.seed,
         )
 
-    def config(self, streams: int = 4, subscription: str = "bench") -> Config:
+    def config(self, streams: int = 4, subscription: str = "bench", set_apply: bool = False) -> Config:
         cfg = parse_config({"articles": [BENCH_ARTICLE]}, "<bench>")
         return cfg.replace(
             workload=self.workload(),
             run=RunSettings(
-                subscription=subscription, streams=streams, commit_batch_size=self.commit_batch_size
+                subscription=subscription,
+                streams=streams,
+                commit_batch_size=self.commit_batch_size,
+                set_apply=set_apply,
             ),
         )
 

@@ -9,6 +9,7 @@ Anything a dialect cannot express goes through :meth:`Dialect.unsupported`.
 from __future__ import annotations
 
 import enum
+import hashlib
 import math
 import re
 from collections.abc import Sequence
@@ -24,6 +25,11 @@ from applier.errors import UnsupportedError
 
 OPS = {"I": "insert", "U": "update", "D": "delete"}
 _PREFIX = {"I": "sp_MSins_", "U": "sp_MSupd_", "D": "sp_MSdel_"}
+_SET_SYNTAXES = {
+    "I": (Syntax.CALL,),
+    "U": (Syntax.CALL, Syntax.SCALL, Syntax.MCALL),
+    "D": (Syntax.CALL, Syntax.XCALL),
+}
 
 
 class ConflictClass(str, enum.Enum):
@@ -240,6 +246,50 @@ class Dialect:
             return None
         template = f"{OPS[op]}_{d.syntax.value.lower()}.sql.j2"
         return self.render(template, **self.template_context(article, op))
+
+    # -- set-based apply (run.set_apply) ---------------------------------------------
+    SET_APPLY: ClassVar[bool] = False  # the dialect has set_apply.sql.j2
+
+    def set_eligible(self, article: Article, op: str) -> bool:
+        """Whether op of article may be applied set-based: generated procedures whose effect
+        per row is known (insert CALL; update CALL/SCALL/MCALL; delete CALL/XCALL, both by key).
+        A custom procedure is the user's logic and is always called row by row."""
+        d = article.delivery(op)
+        return self.SET_APPLY and not d.procedure and d.syntax in _SET_SYNTAXES[op]
+
+    def set_proc_name(self, article: Article, op: str) -> tuple[str, str]:
+        """(schema, name) of the set-based procedure: in schema ``applier``, named after the
+        article, cut to fit identifier limits with a hash of the full name kept."""
+        base = f"{OPS[op]}_set_{article.schema}_{article.table}"
+        if len(base.encode("utf-8")) > 60:
+            digest = hashlib.sha1(base.encode("utf-8")).hexdigest()[:10]
+            cut = base.encode("utf-8")[:48].decode("utf-8", "ignore")
+            base = f"{cut}_{digest}"
+        return "applier", base
+
+    def set_mask_name(self, article: Article) -> str:
+        """JSON member carrying an update's changed-column mask: a name no column has."""
+        name = "_m"
+        while name in article.column_names:
+            name = "_" + name
+        return name
+
+    def set_procedure_sql(self, article: Article, op: str) -> str | None:
+        """Text creating the set-based procedure of op, or None when op is not eligible."""
+        if not self.set_eligible(article, op):
+            return None
+        ctx = self.template_context(article, op)
+        ctx.update(
+            op=op,
+            command=OPS[op].upper(),
+            set_proc=self.qualified(*self.set_proc_name(article, op)),
+            mask=self.set_mask_name(article),
+        )
+        return self.render("set_apply.sql.j2", **ctx)
+
+    def set_call_sql(self, article: Article, op: str) -> str:
+        """The call of the set-based procedure; one parameter: the rows as JSON text."""
+        raise NotImplementedError
 
     def statement_sql(self, article: Article, op: str, set_cols: Sequence[str] = ()) -> str:
         """SQL statement delivery (seed 002: "one row Transact-SQL statement"): one self-contained

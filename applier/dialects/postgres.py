@@ -39,6 +39,7 @@ class PostgresDialect(Dialect):
     name: ClassVar[str] = "postgres"
     template_dir: ClassVar[str] = "postgres"
     MAX_PARAMS_PER_BATCH: ClassVar[int] = 20000
+    SET_APPLY: ClassVar[bool] = True
     ODBC_OPTIONS: ClassVar[str] = "Protocol=7.4-1;UseServerSidePrepare=0;BoolsAsChar=0;"
     TYPE_MAP: ClassVar[dict[str, str]] = {
         "bit": "boolean",
@@ -115,6 +116,9 @@ class PostgresDialect(Dialect):
         params = self.proc_params(article, op)
         args = ", ".join(self.param_marker(p.type) for p in params)
         return f"CALL {self.proc_ref(article, op)}({args})"
+
+    def set_call_sql(self, article: Article, op: str) -> str:
+        return f"CALL {self.qualified(*self.set_proc_name(article, op))}(CAST(? AS json))"
 
     def classify(self, exc: BaseException) -> Classified:
         args: tuple[object, ...] = tuple(getattr(exc, "args", ()))

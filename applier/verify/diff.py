@@ -198,8 +198,10 @@ def _touching(
     cols += [c for c in ("stream", "round") if c in changes.columns]
     touched = changes.join(wanted, "article").where(cond).select(*cols)
     if events is not None:
+        from applier.apply.events import command_outcomes
+
         ev = (
-            events.where("kind = 'command'")
+            command_outcomes(events, touched)
             .groupBy("lsn")
             .agg(F.collect_list(F.struct("outcome", "class", "code", "t_exec", "t_commit")).alias("outcomes"))
         )
