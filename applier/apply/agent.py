@@ -125,12 +125,19 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
                 conn = connect(job.connection_string, dialect, job.lock_timeout_ms)
                 sender.conn = conn
 
-        fatal = False
-        for r in range(job.rounds):
+        def take(r: int) -> tuple[list[Row], list[tuple[Row, Call]] | None]:
+            """Round r's share and, unless an earlier run committed it, its calls."""
             share = peek.take_round(r)
             for row in share:
                 if row["stream"] != s:
                     raise RuntimeError(f"row lsn {row['lsn']} of stream {row['stream']} reached task {s}")
+            return share, (sender.calls(share) if r > done_round else None)
+
+        fatal = False
+        ahead: tuple[list[Row], list[tuple[Row, Call]] | None] | None = None
+        for r in range(job.rounds):
+            share, planned_calls = ahead if ahead is not None else take(r)
+            ahead = None
             if r <= done_round:
                 for row in share:
                     ev.command(row, "resumed")
@@ -142,10 +149,13 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
             n_cmds += len(share)
             t_round = time.perf_counter()
             t_exec = time.time()
-            calls = sender.calls(share)
+            calls = planned_calls if planned_calls is not None else sender.calls(share)
             skipped, failure = send_with_policy(
                 sender, calls, [progress_call(s, share, r)] if share else [], skip
             )
+            if r + 1 < job.rounds:
+                # The next share's calls are built while the other streams finish this round.
+                ahead = take(r + 1)
             if failure is not None:
                 ev.add(
                     "conflict",

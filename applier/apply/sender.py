@@ -73,7 +73,7 @@ def attribute(rows: Sequence[Row], c: Classified) -> Row | None:
         if key is None:
             continue
         values = json.loads(key)
-        if all(str(v) in msg for v in values):
+        if all(_shown(v, msg) for v in values):
             if r["op"] in prefer:
                 return r
             best = best or r
@@ -89,6 +89,21 @@ class BulkCall(Call):
 
 
 BULK_MAX_ROWS = 5000  # rows per set-based call: bounds the JSON text one round trip carries
+
+
+def _shown(v: Any, msg: str) -> bool:
+    """Whether a key value (canonical encoding) appears in an error text: as itself, or for
+    bytes (base64) in the hex form servers print (PostgreSQL \\x..., SQL Server 0x...)."""
+    if str(v) in msg:
+        return True
+    if isinstance(v, str) and v:
+        try:
+            raw = base64.b64decode(v, validate=True)
+        except (ValueError, TypeError):
+            return False
+        h = raw.hex()
+        return ("\\x" + h) in msg or ("0x" + h) in msg.lower()
+    return False
 
 
 class Sender:
