@@ -119,6 +119,9 @@ def _insert_many_sql(dialect: Dialect, article: Article, nrows: int) -> str:
     return f"INSERT INTO {dialect.table(article)} ({cols}) VALUES " + ", ".join([one] * nrows)
 
 
+BULK_LOAD_ROWS = 10000  # snapshot rows per statement where the dialect loads JSON
+
+
 def load_snapshot(
     snapshot: DataFrame, target: Target, articles: Sequence[Article], partitions: int = 4
 ) -> int:
@@ -130,7 +133,8 @@ def load_snapshot(
         dialect = DIALECTS[dname]()
         conn = connect(cs, dialect, lock_timeout_ms=30000)
         cur = conn.cursor()
-        pending: dict[str, list[tuple[Any, ...]]] = {}
+        pending: dict[str, list[Any]] = {}
+        bulk = {name: dialect.bulk_insert_sql(a) for name, a in by_name.items()}
         total = 0
 
         def flush(name: str) -> None:
@@ -138,6 +142,10 @@ def load_snapshot(
             if not rows:
                 return
             a = by_name[name]
+            sql = bulk[name]
+            if sql is not None:  # the images as they are, one JSON text
+                cur.execute(sql, "[" + ",".join(rows) + "]")
+                return
             params = [v for r in rows for v in r]
             cur.execute(_insert_many_sql(dialect, a, len(rows)), params)
 
@@ -147,13 +155,17 @@ def load_snapshot(
                     b.column("article").to_pylist(), b.column("image").to_pylist(), strict=True
                 ):
                     a = by_name[name]
-                    img = json.loads(image)
-                    pending.setdefault(name, []).append(
-                        tuple(to_param(c.type, img.get(c.name)) for c in a.replicated)
-                    )
+                    if bulk[name] is not None:
+                        pending.setdefault(name, []).append(image)
+                        limit = BULK_LOAD_ROWS
+                    else:
+                        img = json.loads(image)
+                        pending.setdefault(name, []).append(
+                            tuple(to_param(c.type, img.get(c.name)) for c in a.replicated)
+                        )
+                        limit = min(dialect.MAX_PARAMS_PER_BATCH // len(a.replicated), 1000)
                     total += 1
-                    per_row = len(a.replicated)
-                    if len(pending[name]) * per_row >= min(dialect.MAX_PARAMS_PER_BATCH, 1000 * per_row):
+                    if len(pending[name]) >= limit:
                         flush(name)
             for name in list(pending):
                 flush(name)

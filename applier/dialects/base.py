@@ -287,6 +287,13 @@ class Dialect:
         )
         return self.render("set_apply.sql.j2", **ctx)
 
+    def bulk_insert_sql(self, article: Article) -> str | None:
+        """One statement inserting many rows bound as one JSON text (the snapshot load), or
+        None when the dialect has no such statement."""
+        if not self.SET_APPLY:
+            return None
+        return self.render("bulk_insert.sql.j2", **self.template_context(article, "I")).strip()
+
     def set_call_sql(self, article: Article, op: str) -> str:
         """The call of the set-based procedure; one parameter: the rows as JSON text."""
         raise NotImplementedError
@@ -344,9 +351,18 @@ class Dialect:
     def progress_table(self) -> str:
         return self.qualified("applier", "progress")
 
-    def select_rows_sql(self, article: Article) -> str:
+    def select_rows_sql(self, article: Article, slices: int = 1) -> str:
+        """Every row of the article; with slices > 1, the rows of one slice of a hash of the
+        key, the slice number bound as the one parameter (slices read in parallel)."""
         cols = ", ".join(self.quote(c) for c in article.column_names)
-        return f"SELECT {cols} FROM {self.table(article)}"
+        sql = f"SELECT {cols} FROM {self.table(article)}"
+        if slices > 1:
+            sql += f" WHERE {self.key_hash_sql(article)} % {int(slices)} = ?"
+        return sql
+
+    def key_hash_sql(self, article: Article) -> str:
+        """A non-negative integer hash of the key columns (for slicing reads)."""
+        raise NotImplementedError
 
     def insert_sql(self, article: Article) -> str:
         cols = ", ".join(self.quote(c) for c in article.column_names)

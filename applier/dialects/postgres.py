@@ -117,6 +117,10 @@ class PostgresDialect(Dialect):
         args = ", ".join(self.param_marker(p.type) for p in params)
         return f"CALL {self.proc_ref(article, op)}({args})"
 
+    def key_hash_sql(self, article: Article) -> str:
+        keys = ", ".join(self.quote(k) for k in article.key)
+        return f"(hashtext(CAST(ROW({keys}, 0) AS text)) & 2147483647)"
+
     def set_call_sql(self, article: Article, op: str) -> str:
         return f"CALL {self.qualified(*self.set_proc_name(article, op))}(CAST(? AS json))"
 

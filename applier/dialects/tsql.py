@@ -206,6 +206,11 @@ class TsqlDialect(Dialect):
         return [b.strip("\n") for b in _GO_RE.split(text) if b.strip()]
 
     # -- calls -----------------------------------------------------------------------
+    def key_hash_sql(self, article: Article) -> str:
+        # CHECKSUM over the key columns ("CHECKSUM (Transact-SQL)"): an int, masked non-negative.
+        keys = ", ".join(self.quote(k) for k in article.key)
+        return f"(CAST(CHECKSUM({keys}) AS bigint) & 2147483647)"
+
     def call_sql(self, article: Article, op: str) -> str:
         marks = ",".join("?" for _ in self.proc_params(article, op))
         return f"EXEC {self.proc_ref(article, op)} {marks}"

@@ -37,7 +37,12 @@ def replicated(changes: DataFrame, articles: Sequence[Article]) -> DataFrame:
 
 def key_events(changes: DataFrame) -> DataFrame:
     """(article, key, lsn, ord, produced, image) for every key event of every command."""
-    removed = changes.where(F.col("op").isin("U", "D")).select(
+    # A key-preserving update's remove is always outranked by its own produce (same lsn,
+    # ord 1 > 0): only deletes and key changes remove.
+    removes = (F.col("op") == "D") | (
+        (F.col("op") == "U") & ~F.col("key_before").eqNullSafe(F.col("key_after"))
+    )
+    removed = changes.where(removes).select(
         "article",
         F.col("key_before").alias("key"),
         "lsn",

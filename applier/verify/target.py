@@ -1,7 +1,8 @@
 """Read the subscriber's rows back, normalised to the canonical image encoding.
 
-Each article is read by its own Spark task with its own connection (fetchmany in chunks),
-so the table never passes through the driver.
+Each article is read in slices of a hash of its key, each slice by its own Spark task with
+its own connection (fetchmany in chunks), so the table never passes through the driver and
+the normalisation runs on every core.
 """
 
 from __future__ import annotations
@@ -16,32 +17,41 @@ from applier.articles import Article
 from applier.dialects import DIALECTS
 from applier.sources.canonical import SNAPSHOT_SCHEMA
 from applier.targets.odbc import Target
-from applier.values import dumps_image, encode, key_text
+from applier.values import dumps_image, encoder, key_text
 
 _ARROW = pa.schema([("article", pa.string()), ("key", pa.string()), ("image", pa.string())])
 
 
-def read_target(spark: SparkSession, target: Target, articles: Sequence[Article]) -> DataFrame:
+def read_target(
+    spark: SparkSession, target: Target, articles: Sequence[Article], slices: int | None = None
+) -> DataFrame:
     cs, dname = target.connection_string, target.dialect_name
     by_name = {a.name: a for a in articles}
+    if slices is None:
+        slices = max(1, spark.sparkContext.defaultParallelism // max(1, len(articles)))
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         dialect = DIALECTS[dname]()
         conn = connect(cs, dialect, lock_timeout_ms=30000)
         try:
             for b in batches:
-                for name in b.column("article").to_pylist():
+                for name, part in zip(
+                    b.column("article").to_pylist(), b.column("slice").to_pylist(), strict=True
+                ):
                     a = by_name[name]
-                    cols = a.replicated
+                    cols = [(c.name, encoder(c)) for c in a.replicated]
                     cur = conn.cursor()
-                    cur.execute(dialect.select_rows_sql(a))
+                    if slices > 1:
+                        cur.execute(dialect.select_rows_sql(a, slices), part)
+                    else:
+                        cur.execute(dialect.select_rows_sql(a))
                     while True:
                         rows = cur.fetchmany(10000)
                         if not rows:
                             break
                         keys, images = [], []
                         for r in rows:
-                            img = {c.name: encode(c, v) for c, v in zip(cols, r, strict=True)}
+                            img = {n: enc(v) for (n, enc), v in zip(cols, r, strict=True)}
                             keys.append(key_text(a, img))
                             images.append(dumps_image(img))
                         yield pa.RecordBatch.from_arrays(
@@ -51,5 +61,6 @@ def read_target(spark: SparkSession, target: Target, articles: Sequence[Article]
         finally:
             conn.close()
 
-    names = spark.createDataFrame([(a.name,) for a in articles], "article string")
-    return names.repartition(max(1, len(articles))).mapInArrow(read, SNAPSHOT_SCHEMA)
+    work = [(a.name, i) for a in articles for i in range(slices)]
+    names = spark.createDataFrame(work, "article string, slice int")
+    return names.repartition(max(1, len(work))).mapInArrow(read, SNAPSHOT_SCHEMA)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import re
 import uuid
 
 import pytest
@@ -98,3 +99,42 @@ def test_null_in_not_null_column_is_refused():
 
 def test_images_compare_by_text():
     assert dumps_image({"b": 1, "a": "x"}) == dumps_image({"a": "x", "b": 1})
+
+
+@pytest.mark.parametrize(
+    ("t", "values"),
+    [
+        ("int", [0, -5, 2**31 - 1, 2**31, True, "7", 7.0, None]),
+        ("tinyint", [0, 255, 256, -1]),
+        ("nvarchar(5)", ["abc", "abcdef", "", 5, None]),
+        ("varchar(max)", ["x" * 10000]),
+        ("nchar(4)", ["ab", "abcd"]),
+        (
+            "decimal(5,2)",
+            [
+                decimal.Decimal("1.50"),
+                decimal.Decimal("1.5"),
+                decimal.Decimal("-0.00"),
+                decimal.Decimal("999.99"),
+                decimal.Decimal("1000.00"),
+                decimal.Decimal("NaN"),
+                3,
+                "2.345",
+            ],
+        ),
+        ("datetime2", [dt.datetime(2024, 1, 2, 3, 4, 5, 6)]),
+    ],
+)
+def test_encoder_gives_what_encode_gives(t, values):
+    from applier.values import encoder
+
+    c = col(t)
+    enc = encoder(c)
+    for v in values:
+        try:
+            want = encode(c, v)
+        except ValueError_ as e:
+            with pytest.raises(ValueError_, match=re.escape(str(e))):
+                enc(v)
+            continue
+        assert enc(v) == want and type(enc(v)) is type(want), (t, v)
