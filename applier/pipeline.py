@@ -199,6 +199,8 @@ def run(
         commands, transactions = int(stats["c"]), int(stats["x"])
         phases["plan"] = time.perf_counter() - t
 
+        if rs.set_apply and not target.dialect.SET_APPLY:
+            say(f"set-based apply is not available for {target.dialect_name}: applying row by row")
         job = AgentJob(
             target.connection_string,
             target.dialect_name,
