@@ -131,12 +131,22 @@ def partition(df: DataFrame, strategy: str, n: int, articles: Sequence[Article] 
 def with_rounds(df: DataFrame, commit_batch_size: int) -> tuple[DataFrame, int]:
     """Add ``xact_index`` (dense, 0-based, in commit order) and ``round``; return the count of rounds.
 
-    The dense index comes from the distinct transactions sorted and zipped with their index
-    on the executors: nothing but one count reaches the driver.
+    When the transaction numbers are already consecutive (generated streams, most change
+    files), the index is ``xact_seqno - min``: one aggregate, no sort and no join. Otherwise
+    the distinct transactions are sorted and zipped with their index on the executors.
+    Either way nothing but a few numbers reaches the driver.
     """
-    xacts = df.select("xact_seqno").distinct().orderBy("xact_seqno")
-    indexed = xacts.rdd.map(lambda r: r[0]).zipWithIndex().toDF(["xact_seqno", "xact_index"])
-    out = df.join(indexed, "xact_seqno")
+    stats = df.agg(
+        F.min("xact_seqno").alias("lo"),
+        F.max("xact_seqno").alias("hi"),
+        F.countDistinct("xact_seqno").alias("n"),
+    ).collect()[0]
+    n_xacts = int(stats["n"] or 0)
+    if n_xacts and int(stats["hi"]) - int(stats["lo"]) + 1 == n_xacts:
+        out = df.withColumn("xact_index", F.col("xact_seqno") - F.lit(int(stats["lo"])))
+    else:
+        xacts = df.select("xact_seqno").distinct().orderBy("xact_seqno")
+        indexed = xacts.rdd.map(lambda r: r[0]).zipWithIndex().toDF(["xact_seqno", "xact_index"])
+        out = df.join(indexed, "xact_seqno")
     out = out.withColumn("round", (F.col("xact_index") / F.lit(commit_batch_size)).cast("int"))
-    n_xacts = indexed.count()
     return out, (n_xacts + commit_batch_size - 1) // commit_batch_size
