@@ -194,7 +194,14 @@ def run(
         indexed, n_rounds = with_rounds(cs.changes, rs.commit_batch_size)
         # Laid out per stream task (the shuffle) here, so that the apply phase only applies.
         planned = route_streams(partition(indexed, rs.partition, rs.streams, config.articles), rs.streams)
-        planned = planned.persist(StorageLevel.MEMORY_AND_DISK)
+        from applier.sparkenv import cache_level
+
+        size = (
+            None
+            if changes is not None
+            else config.workload.transactions * config.workload.commands_per_transaction
+        )
+        planned = planned.persist(cache_level(size))
         stats = planned.agg(F.count("*").alias("c"), F.countDistinct("xact_seqno").alias("x")).collect()[0]
         commands, transactions = int(stats["c"]), int(stats["x"])
         phases["plan"] = time.perf_counter() - t

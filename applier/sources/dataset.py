@@ -90,7 +90,10 @@ def generate(spark: SparkSession, config: Config) -> ChangeSet:
         yield from _batches(rows(), _ARROW_GEN)
 
     gen = spark.range(0, LANES, numPartitions=LANES).mapInArrow(lanes, _GEN_SCHEMA)
-    gen = gen.persist(StorageLevel.MEMORY_AND_DISK)
+    from applier.sparkenv import cache_level
+
+    size = workload.initial_rows * len(articles) + workload.transactions * workload.commands_per_transaction
+    gen = gen.persist(cache_level(size))
     changes = gen.where(F.col("kind") == "change").drop("kind")
     snapshot = gen.where(F.col("kind") == "snapshot").select(
         "article", F.col("key_after").alias("key"), F.col("after").alias("image")
