@@ -193,7 +193,9 @@ def run(
         say(f"partitioning ({rs.partition}, {rs.streams} streams)")
         indexed, n_rounds = with_rounds(cs.changes, rs.commit_batch_size)
         # Laid out per stream task (the shuffle) here, so that the apply phase only applies.
-        planned = route_streams(partition(indexed, rs.partition, rs.streams, config.articles), rs.streams)
+        planned = route_streams(
+            partition(indexed, rs.partition, rs.streams, config.articles), rs.streams, config.articles
+        )
         from applier.sparkenv import cache_level
 
         size = (

@@ -32,7 +32,7 @@ from applier.apply.connection import REAPPLY, RetryPolicy, connect
 from applier.apply.events import EVENT_SCHEMA, RESET_LOG, Events
 from applier.apply.rendezvous import Address, Coordinator, Rendezvous
 from applier.apply.sender import SHARE_FIELDS, Failure, Row, Sender, apply_serially, send_with_policy, slim
-from applier.articles import Article
+from applier.articles import Article, Syntax
 from applier.dialects import DIALECTS
 from applier.plan.calls import Call, Planner
 from applier.settings import ErrorPolicy
@@ -342,13 +342,19 @@ Task = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 ROUTED = "_routed_streams"  # column marking a DataFrame that route_streams already laid out
 
 
-def route_streams(planned: DataFrame, n: int) -> DataFrame:
+def route_streams(planned: DataFrame, n: int, articles: Sequence[Article] = ()) -> DataFrame:
     """``planned`` laid out for the stream tasks: partition i holds stream i's rows in lsn
     order, only the columns a share needs (plus ``deps`` for writeset) and the ROUTED marker.
     Persist the result to pay the shuffle once, before the apply stage; a DataFrame already
-    routed for n streams comes back as it is."""
+    routed for n streams comes back as it is. With ``articles``, the before image of updates
+    whose procedure takes the key only (CALL, SCALL, MCALL) is left behind: nothing in the
+    stream task reads it, and it is half of what travels from the JVM to the tasks."""
     if ROUTED in planned.columns:
         return planned
+    keyed = [a.name for a in articles if a.delivery("U").syntax in (Syntax.CALL, Syntax.SCALL, Syntax.MCALL)]
+    if keyed:
+        drop = (F.col("op") == "U") & F.col("article").isin(keyed) & F.col("key_before").isNotNull()
+        planned = planned.withColumn("before", F.when(drop, F.lit(None)).otherwise(F.col("before")))
     route = route_values(planned.sparkSession, n)
     mapping = F.create_map(*[x for s, v in sorted(route.items()) for x in (F.lit(s), F.lit(v).cast("long"))])
     cols = list(SHARE_FIELDS) + (["deps"] if "deps" in planned.columns else [])
