@@ -198,12 +198,7 @@ def run(
         )
         from applier.sparkenv import cache_level
 
-        size = (
-            None
-            if changes is not None
-            else config.workload.transactions * config.workload.commands_per_transaction
-        )
-        planned = planned.persist(cache_level(size))
+        planned = planned.persist(cache_level(None if changes is not None else config.workload.commands))
         stats = planned.agg(F.count("*").alias("c"), F.countDistinct("xact_seqno").alias("x")).collect()[0]
         commands, transactions = int(stats["c"]), int(stats["x"])
         phases["plan"] = time.perf_counter() - t

@@ -49,6 +49,11 @@ class Workload:
     chain_length: int = 3
     seed: int = 42
 
+    @property
+    def commands(self) -> int:
+        """Commands the stream holds (the generator fills every transaction)."""
+        return self.transactions * self.commands_per_transaction
+
 
 @dataclass(frozen=True)
 class ErrorPolicy:

@@ -5,12 +5,9 @@ every value bound; psqlODBC with UseServerSidePrepare=0 substitutes the paramete
 sends the chunk in one round trip (reference/postgres-odbc-notes.md: ~100k calls/s against
 ~15k one call per round trip). A chunk holds at most the dialect's parameter limit.
 
-Set-based apply (``run.set_apply``): consecutive commands of one operation on one article
-become one :class:`BulkCall` of the article's set procedure, its rows bound as one JSON
-parameter. Updates of the same key merge (later changed columns win, masks OR-ed); a second
-insert or delete of a key, a key change, a custom procedure or a syntax whose per-row effect
-is not a plain keyed statement ends the run of rows and goes row by row, so the order of
-effects is the stream's. Re-applies after a reset and skips go row by row (per-row errors).
+Set-based apply (``run.set_apply``, :mod:`applier.apply.bulk`): runs of commands of one
+operation on one article become one call of the article's set procedure. Re-applies after a
+reset and skips go row by row (per-row errors).
 """
 
 from __future__ import annotations
@@ -23,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from applier.apply.bulk import BulkCall, bulk_calls
 from applier.apply.connection import RetryPolicy
 from applier.articles import Article, SqlType, Syntax
 from applier.dialects.base import Classified, ConflictClass, Dialect
@@ -80,17 +78,6 @@ def attribute(rows: Sequence[Row], c: Classified) -> Row | None:
     return best
 
 
-@dataclass(frozen=True)
-class BulkCall(Call):
-    """A set-based call: ``params`` is the rows as one JSON text; ``rows`` the commands it
-    applies, in stream order (for error attribution and the row-by-row fallback)."""
-
-    rows: tuple[Row, ...] = ()
-
-
-BULK_MAX_ROWS = 5000  # rows per set-based call: bounds the JSON text one round trip carries
-
-
 def _shown(v: Any, msg: str) -> bool:
     """Whether a key value (canonical encoding) appears in an error text: as itself, or for
     bytes (base64) in the hex form servers print (PostgreSQL \\x..., SQL Server 0x...)."""
@@ -137,35 +124,12 @@ class Sender:
         same cores as the subscriber.
         """
         if self.set_apply if bulk is None else bulk:
-            return self._bulk_calls(rows)
+            return bulk_calls(rows, self._plan)
         out = []
         for r in rows:
             call = self._plan(r).call(r)
             if call is not None:
                 out.append((r, call))
-        return out
-
-    def _bulk_calls(self, rows: Sequence[Row]) -> list[tuple[Row, Call]]:
-        out: list[tuple[Row, Call]] = []
-        seg: _Segment | None = None
-        for r in rows:
-            plan = self._plan(r)
-            if plan.set_sql is None or (r["op"] == "U" and r["key_before"] != r["key_after"]):
-                if seg is not None:
-                    out.append(seg.call())
-                    seg = None
-                call = plan.call(r)
-                if call is not None:
-                    out.append((r, call))
-                continue
-            if seg is not None and (seg.plan is not plan or len(seg.rows) >= BULK_MAX_ROWS or not seg.add(r)):
-                out.append(seg.call())
-                seg = None
-            if seg is None:
-                seg = _Segment(plan)
-                seg.add(r)
-        if seg is not None:
-            out.append(seg.call())
         return out
 
     def per_row(self, calls: Sequence[tuple[Row, Call]]) -> list[tuple[Row, Call]]:
@@ -286,7 +250,8 @@ class _CompiledPlan:
         self.bitmaps: dict[tuple[str, ...], bytes] = {}
         dialect = planner.dialect
         self.set_sql = dialect.set_call_sql(a, op) if dialect.set_eligible(a, op) else None
-        self.mask_key = json.dumps(dialect.set_mask_name(a))
+        self.mask_name = dialect.set_mask_name(a)
+        self.mask_key = json.dumps(self.mask_name)
         self.names = [c.name for c in cols]
         self.masks: dict[tuple[str, ...] | None, str] = {}
 
@@ -350,58 +315,6 @@ class _CompiledPlan:
 
 
 _COMPILED = (Syntax.CALL, Syntax.SCALL, Syntax.MCALL, Syntax.XCALL)
-
-
-class _Segment:
-    """Consecutive rows of one (article, op) on their way to one set-based call: per key the
-    image to send (JSON text as it came, or merged into a dict) and, for updates, the mask."""
-
-    def __init__(self, plan: _CompiledPlan) -> None:
-        self.plan = plan
-        self.rows: list[Row] = []
-        self.images: dict[str, list[Any]] = {}  # key text -> [image text | dict, mask]
-
-    def add(self, r: Row) -> bool:
-        """Take r; False (r not taken) when it cannot join: a second insert or delete of a key."""
-        op = self.plan.op
-        if op == "U":
-            key, image = r["key_before"], r["after"]
-        elif op == "I":
-            key, image = r["key_after"], r["after"]
-        else:
-            key, image = r["key_before"], r["before"]
-        entry = self.images.get(key)
-        if entry is not None and op != "U":
-            return False
-        mask = self.plan.mask(r) if op == "U" else ""
-        if entry is None:
-            self.images[key] = [image, mask]
-        else:  # a later update of the same key: its changed columns win
-            old = entry[0] if isinstance(entry[0], dict) else _loads(entry[0])
-            new = _loads(image)
-            for n, bit in zip(self.plan.names, mask, strict=True):
-                if bit == "1":
-                    old[n] = new.get(n)
-            entry[0] = old
-            entry[1] = "".join("1" if "1" in (a, b) else "0" for a, b in zip(entry[1], mask, strict=True))
-        self.rows.append(r)
-        return True
-
-    def call(self) -> tuple[Row, Call]:
-        plan = self.plan
-        parts = []
-        mk = plan.mask_key
-        for image, mask in self.images.values():
-            if plan.op != "U":
-                parts.append(image if isinstance(image, str) else json.dumps(image))
-            elif isinstance(image, str) and image.lstrip().startswith("{") and image.strip() != "{}":
-                parts.append("{" + mk + ':"' + mask + '",' + image.lstrip()[1:])
-            else:
-                img = dict(image if isinstance(image, dict) else _loads(image))
-                img[json.loads(mk)] = mask
-                parts.append(json.dumps(img))
-        assert plan.set_sql is not None
-        return self.rows[0], BulkCall(plan.set_sql, ("[" + ",".join(parts) + "]",), tuple(self.rows))
 
 
 def _conv(f: Callable[[Any], Any] | None, v: Any) -> Any:

@@ -92,7 +92,7 @@ def generate(spark: SparkSession, config: Config) -> ChangeSet:
     gen = spark.range(0, LANES, numPartitions=LANES).mapInArrow(lanes, _GEN_SCHEMA)
     from applier.sparkenv import cache_level
 
-    size = workload.initial_rows * len(articles) + workload.transactions * workload.commands_per_transaction
+    size = workload.initial_rows * len(articles) + workload.commands
     gen = gen.persist(cache_level(size))
     changes = gen.where(F.col("kind") == "change").drop("kind")
     snapshot = gen.where(F.col("kind") == "snapshot").select(

@@ -11,9 +11,10 @@ import json
 
 import pytest
 
+from applier.apply.bulk import BulkCall
 from applier.apply.connection import connect
 from applier.apply.install import install
-from applier.apply.sender import BulkCall, Sender
+from applier.apply.sender import Sender
 from applier.plan.calls import Planner
 from applier.settings import demo_config, parse_config
 from tests.integration.helpers import rows, run

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from applier.apply.sender import BULK_MAX_ROWS, BulkCall, Sender
+from applier.apply.bulk import BULK_MAX_ROWS, BulkCall
+from applier.apply.sender import Sender
 from applier.dialects import DIALECTS
 from applier.plan.calls import Planner
 from applier.settings import parse_config
