@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from applier.bench.ceiling import load_rows
@@ -56,7 +57,10 @@ def _fingerprint(cs: str, table: str) -> tuple[int, int]:
 
 
 def run_native(
-    config: Config, synchronous_commit: bool, say: Callable[[str], None] = lambda _: None
+    config: Config,
+    synchronous_commit: bool,
+    say: Callable[[str], None] = lambda _: None,
+    source: Path | None = None,
 ) -> NativeResult:
     from applier.apply.connection import connect
     from applier.apply.install import install
@@ -78,7 +82,7 @@ def run_native(
             conn = _autocommit(t.connection_string)
             conn.cursor().execute(f"CREATE TABLE public.{MARKER} (id integer PRIMARY KEY)")
             conn.close()
-            load_rows(t.connection_string, "postgres", config, snapshot(config))
+            load_rows(t.connection_string, "postgres", config, snapshot(config, source))
         p_cs, s_cs = (t.connection_string for t in targets)
         conn = _autocommit(p_cs)
         conn.cursor().execute(f"CREATE PUBLICATION {NAME} FOR TABLE {tables}, public.{MARKER}")
@@ -101,7 +105,7 @@ def run_native(
         cur.execute("SET synchronous_commit = off")  # untimed: the publisher's own commits
         conn.commit()
         n_cmds = n_xacts = 0
-        for xact in transactions(config):
+        for xact in transactions(config, source):
             calls = [planner.plan(c[3], c[4], c[6], c[7], c[8]) for c in xact]
             sql = ";\n".join(c.sql for c in calls if c is not None)
             cur.execute(sql, [v for c in calls if c is not None for v in c.params])

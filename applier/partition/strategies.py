@@ -128,14 +128,22 @@ def partition(df: DataFrame, strategy: str, n: int, articles: Sequence[Article] 
     return STRATEGIES[strategy](df, n, articles)
 
 
-def with_rounds(df: DataFrame, commit_batch_size: int) -> tuple[DataFrame, int]:
+def with_rounds(
+    df: DataFrame, commit_batch_size: int, known: tuple[int, int] | None = None
+) -> tuple[DataFrame, int]:
     """Add ``xact_index`` (dense, 0-based, in commit order) and ``round``; return the count of rounds.
 
     When the transaction numbers are already consecutive (generated streams, most change
     files), the index is ``xact_seqno - min``: one aggregate, no sort and no join. Otherwise
     the distinct transactions are sorted and zipped with their index on the executors.
-    Either way nothing but a few numbers reaches the driver.
+    Either way nothing but a few numbers reaches the driver. ``known`` (first transaction,
+    count), for a stream whose transactions are known consecutive, reads nothing.
     """
+    if known is not None:
+        lo, n = known
+        out = df.withColumn("xact_index", F.col("xact_seqno") - F.lit(lo))
+        out = out.withColumn("round", (F.col("xact_index") / F.lit(commit_batch_size)).cast("int"))
+        return out, (n + commit_batch_size - 1) // commit_batch_size
     stats = df.agg(
         F.min("xact_seqno").alias("lo"),
         F.max("xact_seqno").alias("hi"),

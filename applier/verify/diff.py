@@ -45,19 +45,22 @@ class Verdict:
         }
 
 
-def diff(expected: DataFrame, found: DataFrame) -> DataFrame:
-    """(article, key, kind, expected, found) for every divergent key."""
+def diff_all(expected: DataFrame, found: DataFrame) -> DataFrame:
+    """(article, key, expected, found, kind) for every key of either side; kind is NULL
+    where both sides hold the same row."""
     e = expected.select("article", "key", F.col("image").alias("expected"))
     f = found.select("article", "key", F.col("image").alias("found"))
-    j = e.join(f, ["article", "key"], "full_outer")
     kind = (
         F.when(F.col("found").isNull(), F.lit("missing"))
         .when(F.col("expected").isNull(), F.lit("extra"))
-        .otherwise(F.lit("different"))
+        .when(F.col("found") != F.col("expected"), F.lit("different"))
     )
-    return j.where(
-        F.col("found").isNull() | F.col("expected").isNull() | (F.col("found") != F.col("expected"))
-    ).withColumn("kind", kind)
+    return e.join(f, ["article", "key"], "full_outer").withColumn("kind", kind)
+
+
+def diff(expected: DataFrame, found: DataFrame) -> DataFrame:
+    """(article, key, expected, found, kind) for every divergent key."""
+    return diff_all(expected, found).where(F.col("kind").isNotNull())
 
 
 def _columns_differing(expected: str | None, found: str | None) -> list[str]:
@@ -75,18 +78,25 @@ def verify(
     show: int = 20,
     history: int = 12,
 ) -> Verdict:
-    # Each side is used three times (diff, counts, explanation): compute the oracle and read the
-    # subscriber once.
+    # One job counts both sides and every kind of difference; only a divergence pays for the
+    # explanation (and then the sides are cached: they are read again).
+    tally = (
+        diff_all(expected, found)
+        .agg(
+            F.count("expected").alias("expected"),
+            F.count("found").alias("found"),
+            *[F.count(F.when(F.col("kind") == k, 1)).alias(k) for k in ("missing", "extra", "different")],
+        )
+        .collect()[0]
+    )
+    counts = {k: int(tally[k]) for k in ("missing", "extra", "different")}
+    n_expected, n_found = int(tally["expected"]), int(tally["found"])
+    if not any(counts.values()):
+        return Verdict(CONVERGED, counts, [], n_expected, n_found)
     expected = expected.persist()
     found = found.persist()
     d = diff(expected, found).persist()
     try:
-        counts = {r["kind"]: int(r["count"]) for r in d.groupBy("kind").count().collect()}
-        counts = {k: counts.get(k, 0) for k in ("missing", "extra", "different")}
-        n_expected = expected.count()
-        n_found = found.count()
-        if not any(counts.values()):
-            return Verdict(CONVERGED, counts, [], n_expected, n_found)
         shown = d.orderBy("article", "key").limit(show).collect()
         keys = [(r["article"], r["key"]) for r in shown]
         explained = explain(keys, changes, events, history)
