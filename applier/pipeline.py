@@ -108,7 +108,9 @@ def summarize(
     few = events.where("kind IN ('log', 'stream')").collect()
     logs = [
         r["message"] + f" (round {r['round']}: {r['class']})"
-        for r in sorted((r for r in few if r["kind"] == "log"), key=lambda r: (r["round"] is not None, r["round"] or 0))[:50]
+        for r in sorted(
+            (r for r in few if r["kind"] == "log"), key=lambda r: (r["round"] is not None, r["round"] or 0)
+        )[:50]
     ]
     streams = [
         {
@@ -208,7 +210,9 @@ def run(
             if commands != cs.stats.commands:  # the oracle reads `planned` then: nothing may be lost
                 raise ApplierError(f"planned {commands} commands of the {cs.stats.commands} generated")
         else:
-            stats = planned.agg(F.count("*").alias("c"), F.countDistinct("xact_seqno").alias("x")).collect()[0]
+            stats = planned.agg(F.count("*").alias("c"), F.countDistinct("xact_seqno").alias("x")).collect()[
+                0
+            ]
             commands, transactions = int(stats["c"]), int(stats["x"])
         phases["plan"] = time.perf_counter() - t
 

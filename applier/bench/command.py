@@ -196,7 +196,9 @@ def run_bench(
         import tempfile
 
         work = tempfile.TemporaryDirectory(prefix="applier-bench-")
-        say(f"generating the stream for the ceiling and the native apply (untimed): {meta['commands']} commands")
+        say(
+            f"generating the stream for the ceiling and the native apply (untimed): {meta['commands']} commands"
+        )
         source = write_stream(spark, cfg, Path(work.name))
     planned = []
     if "ceiling" in only:

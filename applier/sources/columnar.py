@@ -143,9 +143,7 @@ def _key(c: Column, k: SparkColumn) -> tuple[SparkColumn, SparkColumn]:
 
 def _image(fields: dict[str, SparkColumn]) -> SparkColumn:
     """Canonical JSON text: fields sorted by name, nulls kept, compact."""
-    return F.to_json(
-        F.struct(*[fields[n].alias(n) for n in sorted(fields)]), {"ignoreNullFields": "false"}
-    )
+    return F.to_json(F.struct(*[fields[n].alias(n) for n in sorted(fields)]), {"ignoreNullFields": "false"})
 
 
 def _salt(i: int) -> int:
@@ -196,10 +194,9 @@ def changes(spark: SparkSession, articles: Sequence[Article], w: Workload) -> Da
         first = _draw(seed, i, _FIRST, m)
         second = F.pmod(first + 1 + _draw(seed, i, _SECOND, max(m - 1, 1)), F.lit(m).cast("long"))
 
-        def changed(pos: int, first: SparkColumn = first, second: SparkColumn = second) -> SparkColumn:
-            return (first == pos) | ((count == 2) & (second == pos))
-
-        flags = {c.name: changed(pos) for pos, (_, c) in enumerate(candidates)}
+        flags = {
+            c.name: (first == pos) | ((count == 2) & (second == pos)) for pos, (_, c) in enumerate(candidates)
+        }
         # per changeable column: the index of the latest earlier command on the key that changed it
         w_prev = Window.partitionBy("k").orderBy("i").rowsBetween(Window.unboundedPreceding, -1)
         prev = {

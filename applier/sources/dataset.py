@@ -97,7 +97,9 @@ def generate(spark: SparkSession, config: Config) -> ChangeSet:
             cache_level(workload.initial_rows * len(articles))
         )
         stats = StreamStats(1, workload.transactions, workload.commands)
-        return ChangeSet(changes, snap, f"generated {workload.kind} seed={workload.seed} (columnar)", stats=stats)
+        return ChangeSet(
+            changes, snap, f"generated {workload.kind} seed={workload.seed} (columnar)", stats=stats
+        )
 
     lane_generator = hazards.generate_lane if workload.kind in hazards.HAZARDS else generate_lane
 

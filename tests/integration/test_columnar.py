@@ -32,11 +32,11 @@ ARTICLES = {
             ],
         },
         {
-            "name": "Sales.Ord\"er",
+            "name": 'Sales.Ord"er',
             "columns": [
                 {"name": "k", "type": "nvarchar(20)", "key": True},
                 {"name": "n", "type": "tinyint"},
-                {"name": "we\"ird é col", "type": "varchar(8)"},
+                {"name": 'we"ird é col', "type": "varchar(8)"},
             ],
         },
     ]
@@ -45,7 +45,9 @@ ARTICLES = {
 
 def _config(transactions: int = 200, size: int = 25, rows: int = 300):
     cfg = parse_config(ARTICLES, "<test>")
-    w = Workload(kind="updates", initial_rows=rows, transactions=transactions, commands_per_transaction=size, seed=7)
+    w = Workload(
+        kind="updates", initial_rows=rows, transactions=transactions, commands_per_transaction=size, seed=7
+    )
     return cfg.replace(workload=w)
 
 
@@ -114,7 +116,9 @@ def test_what_it_cannot_generate_goes_to_the_lane_generator(spark) -> None:  # t
         },
         "<test>",
     )
-    cfg = cfg.replace(workload=Workload(kind="updates", initial_rows=20, transactions=5, commands_per_transaction=4))
+    cfg = cfg.replace(
+        workload=Workload(kind="updates", initial_rows=20, transactions=5, commands_per_transaction=4)
+    )
     assert "column x is float" in (columnar.supports(cfg.articles, cfg.workload) or "")
     cs = generate(spark, cfg)
     assert "columnar" not in cs.origin
