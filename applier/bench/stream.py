@@ -121,7 +121,7 @@ def changes(config: Config, source: Path | None = None) -> Iterator[Change]:
 def snapshot(config: Config, source: Path | None = None) -> Iterator[tuple[str, str]]:
     """(article, image JSON) of every initial row."""
     if source is not None:
-        yield from _parquet_rows(source / "snapshot", ["article", "image"])  # type: ignore[misc]
+        yield from _parquet_rows(source / "snapshot", ["article", "image"])
         return
     for lane in range(LANES):
         for kind, r in generate_lane(config.articles, config.workload, lane):

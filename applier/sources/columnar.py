@@ -169,8 +169,8 @@ def snapshot(spark: SparkSession, articles: Sequence[Article], w: Workload) -> D
             )
         )
     out = parts[0]
-    for p in parts[1:]:
-        out = out.unionByName(p)
+    for part in parts[1:]:
+        out = out.unionByName(part)
     return out
 
 
@@ -242,6 +242,6 @@ def changes(spark: SparkSession, articles: Sequence[Article], w: Workload) -> Da
             )
         )
     out = parts[0]
-    for p in parts[1:]:
-        out = out.unionByName(p)
+    for part in parts[1:]:
+        out = out.unionByName(part)
     return out
