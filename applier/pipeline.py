@@ -210,10 +210,8 @@ def run(
             if commands != cs.stats.commands:  # the oracle reads `planned` then: nothing may be lost
                 raise ApplierError(f"planned {commands} commands of the {cs.stats.commands} generated")
         else:
-            stats = planned.agg(F.count("*").alias("c"), F.countDistinct("xact_seqno").alias("x")).collect()[
-                0
-            ]
-            commands, transactions = int(stats["c"]), int(stats["x"])
+            row = planned.agg(F.count("*").alias("c"), F.countDistinct("xact_seqno").alias("x")).collect()[0]
+            commands, transactions = int(row["c"]), int(row["x"])
         phases["plan"] = time.perf_counter() - t
 
         if rs.set_apply and not target.dialect.SET_APPLY:

@@ -195,6 +195,7 @@ def run_bench(
     if "ceiling" in only or "native" in only:
         import tempfile
 
+        # removed below, or by its finalizer if a part fails
         work = tempfile.TemporaryDirectory(prefix="applier-bench-")
         say(
             f"generating the stream for the ceiling and the native apply (untimed): {meta['commands']} commands"

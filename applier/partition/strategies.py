@@ -140,18 +140,18 @@ def with_rounds(
     count), for a stream whose transactions are known consecutive, reads nothing.
     """
     if known is not None:
-        lo, n = known
+        lo, n_xacts, consecutive = known[0], known[1], True
+    else:
+        stats = df.agg(
+            F.min("xact_seqno").alias("lo"),
+            F.max("xact_seqno").alias("hi"),
+            F.countDistinct("xact_seqno").alias("n"),
+        ).collect()[0]
+        n_xacts = int(stats["n"] or 0)
+        lo = int(stats["lo"]) if n_xacts else 0
+        consecutive = bool(n_xacts) and int(stats["hi"]) - lo + 1 == n_xacts
+    if consecutive:
         out = df.withColumn("xact_index", F.col("xact_seqno") - F.lit(lo))
-        out = out.withColumn("round", (F.col("xact_index") / F.lit(commit_batch_size)).cast("int"))
-        return out, (n + commit_batch_size - 1) // commit_batch_size
-    stats = df.agg(
-        F.min("xact_seqno").alias("lo"),
-        F.max("xact_seqno").alias("hi"),
-        F.countDistinct("xact_seqno").alias("n"),
-    ).collect()[0]
-    n_xacts = int(stats["n"] or 0)
-    if n_xacts and int(stats["hi"]) - int(stats["lo"]) + 1 == n_xacts:
-        out = df.withColumn("xact_index", F.col("xact_seqno") - F.lit(int(stats["lo"])))
     else:
         xacts = df.select("xact_seqno").distinct().orderBy("xact_seqno")
         indexed = xacts.rdd.map(lambda r: r[0]).zipWithIndex().toDF(["xact_seqno", "xact_index"])

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from functools import reduce
 
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -30,13 +31,12 @@ from pyspark.sql import functions as F
 from applier.articles import Article, Column
 from applier.settings import Workload
 from applier.sources.canonical import LSN_SHIFT
+from applier.sources.generator import BASE_DATE, TEXT_ALPHABET
 
 NATIVE_KINDS = ("int", "bool", "decimal", "str", "date")
 KEY_KINDS = ("int", "str")
-_ALPHABET = "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ0123456789'\";--éßж中"  # the lane generator's
 _POOL = 1024  # random text is the start of one of this many seeded strings
 _MAX_TEXT = 24
-_BASE_DATE = "2020-01-01"
 # salts of the per-command draws; a column's draws use 100 + 8 * its index (+1, +2: the
 # value's second draw and its null; +4..+6: the same for the values updates write)
 _ARTICLE, _KEY, _COUNT, _FIRST, _SECOND = 1, 2, 3, 4, 5
@@ -92,7 +92,7 @@ def _pool(seed: int) -> SparkColumn:
     literal is folded into a constant array: picking one is O(1), where a substring of one long
     non-ASCII literal walks it from the start; one literal, not 1,024 py4j calls)."""
     rng = random.Random(f"applier:{seed}:text-pool")
-    words = ["".join(rng.choice(_ALPHABET) for _ in range(_MAX_TEXT)) for _ in range(_POOL)]
+    words = ["".join(rng.choice(TEXT_ALPHABET) for _ in range(_MAX_TEXT)) for _ in range(_POOL)]
     return F.split(F.lit("|".join(words)), r"\|")
 
 
@@ -125,7 +125,7 @@ def value(c: Column, seed: int, x: SparkColumn, salt: int, pool: SparkColumn) ->
         if t.base in ("char", "nchar"):
             v = F.rpad(v, t.length or 1, " ")
     elif kind == "date":
-        v = F.date_add(F.lit(_BASE_DATE).cast("date"), _draw(seed, x, salt, 3001).cast("int")).cast("string")
+        v = F.date_add(F.lit(BASE_DATE.date()), _draw(seed, x, salt, 3001).cast("int")).cast("string")
     else:  # pragma: no cover - supports() keeps these out
         raise ValueError(f"no columnar generator for {t}")
     if c.nullable:
@@ -168,10 +168,7 @@ def snapshot(spark: SparkSession, articles: Sequence[Article], w: Workload) -> D
                 F.lit(a.name).alias("article"), kt.alias("key"), _image(fields).alias("image")
             )
         )
-    out = parts[0]
-    for part in parts[1:]:
-        out = out.unionByName(part)
-    return out
+    return reduce(DataFrame.unionByName, parts)
 
 
 def changes(spark: SparkSession, articles: Sequence[Article], w: Workload) -> DataFrame:
@@ -199,10 +196,14 @@ def changes(spark: SparkSession, articles: Sequence[Article], w: Workload) -> Da
         }
         # per changeable column: the index of the latest earlier command on the key that changed it
         w_prev = Window.partitionBy("k").orderBy("i").rowsBetween(Window.unboundedPreceding, -1)
-        prev = {
-            c.name: F.last(F.when(flags[c.name], i), ignorenulls=True).over(w_prev) for _, c in candidates
-        }
-        df = df.select("i", "k", *[prev[n].alias(f"p{pos}") for pos, n in enumerate(flags)])
+        df = df.select(
+            "i",
+            "k",
+            *[
+                F.last(F.when(flags[c.name], i), ignorenulls=True).over(w_prev).alias(f"p{j}")
+                for j, c in candidates
+            ],
+        )
         kv, kt = _key(kc, F.col("k"))
         before: dict[str, SparkColumn] = {}
         after: dict[str, SparkColumn] = {}
@@ -214,8 +215,7 @@ def changes(spark: SparkSession, articles: Sequence[Article], w: Workload) -> Da
             if c.name not in flags:  # identity: never changed
                 before[c.name] = after[c.name] = snap
                 continue
-            pos = list(flags).index(c.name)
-            p = F.col(f"p{pos}")
+            p = F.col(f"p{j}")
             before[c.name] = F.when(p.isNull(), snap).otherwise(value(c, seed, p, _salt(j) + 4, pool))
             after[c.name] = F.when(flags[c.name], value(c, seed, i, _salt(j) + 4, pool)).otherwise(
                 before[c.name]
@@ -241,7 +241,4 @@ def changes(spark: SparkSession, articles: Sequence[Article], w: Workload) -> Da
                 kt.alias("key_after"),
             )
         )
-    out = parts[0]
-    for part in parts[1:]:
-        out = out.unionByName(part)
-    return out
+    return reduce(DataFrame.unionByName, parts)

@@ -30,7 +30,9 @@ from applier.sources.canonical import make_lsn
 from applier.values import dumps_image, encode, key_text
 
 LANES = 16
-_BASE_DATE = dt.datetime(2020, 1, 1)
+BASE_DATE = dt.datetime(2020, 1, 1)
+# Mostly ASCII, some quotes, Unicode and separators: the values a binder must survive.
+TEXT_ALPHABET = "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ0123456789'\";--éßж中"
 
 
 def key_values(article: Article, k: int) -> dict[str, Any]:
@@ -53,9 +55,9 @@ def _from_int(c: Column, v: int) -> Any:
     if kind == "bytes":
         return v.to_bytes(8, "big")
     if kind == "date":
-        return (_BASE_DATE + dt.timedelta(days=v)).date()
+        return (BASE_DATE + dt.timedelta(days=v)).date()
     if kind == "datetime":
-        return _BASE_DATE + dt.timedelta(seconds=v)
+        return BASE_DATE + dt.timedelta(seconds=v)
     raise ConfigError(f"cannot generate keys for column {c.name!r} of type {c.type}")
 
 
@@ -83,9 +85,7 @@ def random_value(c: Column, rng: random.Random) -> Any:
     if kind == "str":
         n = t.length if t.length and t.length > 0 else 64
         size = rng.randint(1, min(n, 24))
-        # Mostly ASCII, some quotes, Unicode and separators: the values a binder must survive.
-        alphabet = "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ0123456789'\";--éßж中"
-        s = "".join(rng.choice(alphabet) for _ in range(size))
+        s = "".join(rng.choice(TEXT_ALPHABET) for _ in range(size))
         return s.ljust(n) if t.base in ("char", "nchar") else s
     if kind == "uuid":
         return uuid.UUID(int=rng.getrandbits(128))
@@ -93,12 +93,12 @@ def random_value(c: Column, rng: random.Random) -> Any:
         n = t.length if t.length and t.length > 0 else 32
         return bytes(rng.getrandbits(8) for _ in range(rng.randint(0, min(n, 16))))
     if kind == "date":
-        return (_BASE_DATE + dt.timedelta(days=rng.randint(0, 3000))).date()
+        return (BASE_DATE + dt.timedelta(days=rng.randint(0, 3000))).date()
     if kind == "datetime":
         micro = rng.randint(0, 999) * 1000 if t.base == "datetime" else rng.randint(0, 999999)
         if t.base == "smalldatetime":
             micro = 0
-        base = _BASE_DATE + dt.timedelta(seconds=rng.randint(0, 10**8))
+        base = BASE_DATE + dt.timedelta(seconds=rng.randint(0, 10**8))
         return base.replace(microsecond=micro) if t.base != "smalldatetime" else base.replace(second=0)
     if kind == "time":
         return dt.time(rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59), rng.randint(0, 999999))

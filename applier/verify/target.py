@@ -7,7 +7,6 @@ the normalisation runs on every core.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
@@ -18,9 +17,7 @@ from applier.articles import Article
 from applier.dialects import DIALECTS
 from applier.sources.canonical import SNAPSHOT_SCHEMA
 from applier.targets.odbc import Target
-from applier.values import encoder
-
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+from applier.values import dumps_sorted_image, encoder, key_text
 
 _ARROW = pa.schema([("article", pa.string()), ("key", pa.string()), ("image", pa.string())])
 
@@ -42,11 +39,10 @@ def read_target(
                     b.column("article").to_pylist(), b.column("slice").to_pylist(), strict=True
                 ):
                     a = by_name[name]
-                    # the row's columns in sorted-name order: the dict is built sorted, so the
-                    # image needs no sort_keys (same text as dumps_image, unit-tested)
-                    order = sorted(range(len(a.replicated)), key=lambda i: a.replicated[i].name)
-                    cols = [(i, a.replicated[i].name, encoder(a.replicated[i])) for i in order]
-                    key_at = [a.column_names.index(k) for k in a.key]
+                    # the dict is built in sorted-name order: its image needs no sort per row
+                    cols = sorted(
+                        ((i, c.name, encoder(c)) for i, c in enumerate(a.replicated)), key=lambda x: x[1]
+                    )
                     cur = conn.cursor()
                     if slices > 1:
                         cur.execute(dialect.select_rows_sql(a, slices), part)
@@ -59,8 +55,8 @@ def read_target(
                         keys, images = [], []
                         for r in rows:
                             img = {n: enc(r[i]) for i, n, enc in cols}
-                            keys.append(_encode([img[a.column_names[i]] for i in key_at]))
-                            images.append(_encode(img))
+                            keys.append(key_text(a, img))
+                            images.append(dumps_sorted_image(img))
                         yield pa.RecordBatch.from_arrays(
                             [pa.array([name] * len(keys)), pa.array(keys), pa.array(images)], schema=_ARROW
                         )

@@ -138,3 +138,26 @@ def test_encoder_gives_what_encode_gives(t, values):
                 enc(v)
             continue
         assert enc(v) == want and type(enc(v)) is type(want), (t, v)
+
+
+def test_sorted_image_and_key_text_are_the_canonical_texts():
+    import json
+
+    from applier.settings import parse_article_dicts
+    from applier.values import dumps_image, dumps_sorted_image, key_text
+
+    image = {'a"b': "é中", "id": 7, "n": None, "z": "x,y:z"}
+    assert dumps_sorted_image(dict(sorted(image.items()))) == dumps_image(image)
+    (a,) = parse_article_dicts(
+        [
+            {
+                "name": "dbo.t",
+                "columns": [
+                    {"name": "z", "type": "text", "key": True},
+                    {"name": "id", "type": "int", "key": True},
+                ],
+            }
+        ],
+        "<test>",
+    )
+    assert key_text(a, image) == json.dumps(["x,y:z", 7], separators=(",", ":"), ensure_ascii=False)
