@@ -30,7 +30,7 @@ from applier.settings import Config
 from applier.sources.dataset import ChangeSet, generate, read_changes
 from applier.targets.odbc import Target
 from applier.verify.diff import UNKNOWN, Verdict, verify
-from applier.verify.oracle import oracle, replicated
+from applier.verify.oracle import digested, oracle, oracle_digest, replicated
 from applier.verify.target import read_target
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -253,9 +253,11 @@ def run(
             # A generated stream is not cached: its commands are read back from `planned`
             # (cached, its count checked above); anything else from the stream as read.
             source = planned if cs.stats is not None else cs.changes
-            expected = oracle(replicated(source, config.articles), cs.snapshot)
+            commands_in = replicated(source, config.articles)
+            expected = oracle(commands_in, cs.snapshot)
             found = read_target(spark, target, config.articles)
-            verdict = verify(expected, found, planned, events)
+            digests = (oracle_digest(commands_in, cs.snapshot), digested(found))
+            verdict = verify(expected, found, planned, events, digests=digests)
         except Exception as e:  # noqa: BLE001 - a checker that crashes says unknown, never passes
             if isinstance(e, ApplierError):
                 raise

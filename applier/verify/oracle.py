@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 if TYPE_CHECKING:
@@ -95,6 +95,72 @@ def latest_rows(changes: DataFrame, snapshot: DataFrame) -> DataFrame:
 def oracle(changes: DataFrame, snapshot: DataFrame) -> DataFrame:
     """(article, key, image) of every row the subscriber must hold after the whole stream."""
     return latest_rows(changes, snapshot).select("article", "key", "image")
+
+
+DIGEST_SALT = 0x5EED  # the second hash's seed input: two independent 64-bit hashes
+
+
+def digest(image: Column) -> Column:
+    """An image text as struct(h1, h2) of two independent 64-bit xxhash64s: equal texts give
+    equal digests; two different texts give equal ones with probability ~2^-128."""
+    return F.struct(F.xxhash64(image).alias("h1"), F.xxhash64(F.lit(DIGEST_SALT), image).alias("h2"))
+
+
+def digested(rows: DataFrame) -> DataFrame:
+    """(article, key, image) with each image replaced by its :func:`digest`."""
+    return rows.select("article", "key", digest(F.col("image")).alias("image"))
+
+
+def oracle_digest(changes: DataFrame, snapshot: DataFrame) -> DataFrame:
+    """:func:`oracle` with each image as its :func:`digest`, for counting differences.
+
+    Every aggregate here is fixed-width (booleans and longs, ordered by lsn), so Spark
+    aggregates in a hash map; ``max_by`` of a struct holding the image text cannot, and
+    sorts every event twice (1M commands: ~2.5 s against ~1.3 s warm, ~5.5 against ~2.6 on
+    a cold JVM). The snapshot is not an event: a key no command touched keeps its row."""
+    null_long = F.lit(None).cast("long")
+    events = key_events(changes).select(
+        "article",
+        "key",
+        "lsn",
+        "produced",
+        F.xxhash64("image").alias("h1"),
+        F.xxhash64(F.lit(DIGEST_SALT), "image").alias("h2"),
+        null_long.alias("s1"),
+        null_long.alias("s2"),
+    )
+    initial = snapshot.select(
+        "article",
+        "key",
+        null_long.alias("lsn"),
+        F.lit(None).cast("boolean").alias("produced"),
+        null_long.alias("h1"),
+        null_long.alias("h2"),
+        F.xxhash64("image").alias("s1"),
+        F.xxhash64(F.lit(DIGEST_SALT), "image").alias("s2"),
+    )
+    # lsn names one command, and a command is one event per key (only deletes and key
+    # changes remove, from another key than they produce): the latest event has the
+    # largest lsn. max_by skips the snapshot's NULL lsn.
+    last = (
+        events.unionByName(initial)
+        .groupBy("article", "key")
+        .agg(
+            F.max_by("produced", "lsn").alias("produced"),
+            F.max_by("h1", "lsn").alias("h1"),
+            F.max_by("h2", "lsn").alias("h2"),
+            F.max("s1").alias("s1"),
+            F.max("s2").alias("s2"),
+        )
+    )
+    touched = F.col("produced").isNotNull()
+    return last.where(F.when(touched, F.col("produced")).otherwise(F.col("s1").isNotNull())).select(
+        "article",
+        "key",
+        F.when(touched, F.struct(F.col("h1"), F.col("h2")))
+        .otherwise(F.struct(F.col("s1").alias("h1"), F.col("s2").alias("h2")))
+        .alias("image"),
+    )
 
 
 def subscription_oracle(
