@@ -3,12 +3,27 @@
 N streams need N task slots (barrier mode refuses a stage with more tasks than slots), so
 the local master gets max(streams, cores) threads. Python workers run this interpreter,
 which has the project's dependencies (pyarrow, pyodbc).
+
+A local driver JVM maps a class-data archive (Java's AppCDS) of the classes a run loads:
+Spark starts in ~2.5 s instead of ~5 s on these machines, and a run's first queries load
+their classes pre-parsed. The archive is recorded once per machine and per Java/Spark
+build (``make setup`` records it; otherwise the first session records it when its process
+exits), kept in ``~/.cache/applier`` (``APPLIER_CACHE``), and published by an atomic rename
+only after the recording JVM exited cleanly: a half-written archive would crash the JVM that
+maps it. ``APPLIER_SPARK_CDS=0`` turns it off; a Java without dynamic archives (before 13)
+or an archive that no longer matches starts Spark as before.
 """
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import os
+import shutil
 import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
@@ -18,6 +33,112 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
+CDS_ENV = "APPLIER_SPARK_CDS"
+_QUIET = "-Xlog:cds*=off"  # a stale archive is skipped silently (its warning went to stdout)
+
+
+@dataclass(frozen=True)
+class ClassArchive:
+    """Where this Java and Spark build's class-data archive lives; ``recording`` while this
+    process's JVM writes it to ``partial`` (published to ``path`` when the JVM has exited)."""
+
+    path: Path
+    partial: Path
+
+    @property
+    def ready(self) -> bool:
+        return self.path.is_file()
+
+    def java_options(self) -> str:
+        if self.ready:
+            return f"-XX:SharedArchiveFile={self.path} {_QUIET}"
+        return f"-XX:ArchiveClassesAtExit={self.partial} {_QUIET}"
+
+    def publish(self, jvm_exit_code: int | None) -> bool:
+        """Move the recorded archive into place if the JVM that wrote it exited with 0 (a
+        JVM that fails to write removes the file and exits non-zero); drop older builds'."""
+        try:
+            if jvm_exit_code == 0 and self.partial.is_file() and self.partial.stat().st_size > 0:
+                os.replace(self.partial, self.path)
+                for old in self.path.parent.glob("spark-cds-*.jsa"):
+                    if old != self.path:
+                        old.unlink(missing_ok=True)
+                return True
+            return False
+        finally:
+            self.partial.unlink(missing_ok=True)
+
+
+def _java_home() -> Path | None:
+    """The Java spark-submit runs (JAVA_HOME, else java on PATH), as its real home."""
+    jh = os.environ.get("JAVA_HOME")
+    java = Path(jh) / "bin" / "java" if jh else (Path(w) if (w := shutil.which("java")) else None)
+    if java is None or not java.exists():
+        return None
+    return java.resolve().parent.parent
+
+
+def _java_release(home: Path) -> dict[str, str]:
+    try:
+        lines = (home / "release").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return {}
+    return {k: v.strip().strip('"') for k, _, v in (ln.partition("=") for ln in lines) if v}
+
+
+def class_archive(cache: Path | None = None) -> ClassArchive | None:
+    """The class-data archive for the Java and Spark this process would start, or None (turned
+    off, under spark-submit, or a Java without dynamic archives)."""
+    if os.environ.get(CDS_ENV, "1").strip().lower() in ("0", "off", "no", "false") or under_spark_submit():
+        return None
+    home = _java_home()
+    release = _java_release(home) if home else {}
+    try:
+        major = int(release.get("JAVA_VERSION", "0").split(".")[0])
+    except ValueError:
+        return None
+    if home is None or major < 13:
+        return None
+    import pyspark
+
+    spark_home = Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent)
+    jars = sorted(
+        (j.name, j.stat().st_size) for j in (spark_home / "jars").glob("*.jar")
+    )  # the classpath the archive was recorded with must be the one it is used with
+    key = hashlib.sha256(
+        repr(
+            (str(home), release.get("JAVA_RUNTIME_VERSION"), pyspark.__version__, str(spark_home), jars)
+        ).encode()
+    ).hexdigest()[:16]
+    folder = cache or Path(os.environ.get("APPLIER_CACHE") or Path.home() / ".cache" / "applier")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return ClassArchive(folder / f"spark-cds-{key}.jsa", folder / f"spark-cds-{key}.{os.getpid()}.partial")
+
+
+def _publish_when_done(spark: SparkSession, archive: ClassArchive) -> None:
+    """At interpreter exit: stop Spark, let the JVM exit (its stdin closes), wait for it to
+    write the archive, publish it."""
+    proc: Any = getattr(spark.sparkContext._gateway, "proc", None)
+    if proc is None:
+        return
+
+    def done() -> None:
+        code = None
+        try:
+            spark.stop()
+            if proc.stdin:
+                proc.stdin.close()
+            code = proc.wait(timeout=180)
+        except Exception:  # noqa: BLE001 - never fail an exit over a cache
+            pass
+        archive.publish(code)
+
+    atexit.register(done)
+
+
 def spark_session(slots: int = 4, app: str = "applier") -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -25,6 +146,11 @@ def spark_session(slots: int = 4, app: str = "applier") -> SparkSession:
 
     ensure_odbc_env()  # executors inherit the environment in local mode
     builder = SparkSession.builder.appName(app)
+    archive = None
+    if not under_spark_submit() and SparkSession.getActiveSession() is None:
+        archive = class_archive()
+        if archive is not None:
+            builder = builder.config("spark.driver.extraJavaOptions", archive.java_options())
     if not under_spark_submit():
         n = max(slots, os.cpu_count() or 2, 2)
         builder = (
@@ -42,7 +168,71 @@ def spark_session(slots: int = 4, app: str = "applier") -> SparkSession:
         )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if archive is not None and not archive.ready:
+        _publish_when_done(spark, archive)
     return spark
+
+
+def record_class_archive() -> str:
+    """Record the class-data archive now, from a small run of the stages' Spark work (no
+    database): ``make setup`` calls this so that the first real run starts fast."""
+    archive = class_archive()
+    if archive is None:
+        return "class-data archive: off (APPLIER_SPARK_CDS=0, spark-submit, or Java < 13)"
+    if archive.ready:
+        return f"class-data archive: {archive.path}"
+    import subprocess
+
+    # A child process: the archive is written when its JVM exits, which is when it exits.
+    code = subprocess.call([sys.executable, "-c", "from applier.sparkenv import _train; _train()"])
+    if code != 0 or not archive.ready:
+        return f"class-data archive: not recorded (exit {code}); Spark starts without it"
+    return f"class-data archive: recorded {archive.path} ({archive.path.stat().st_size >> 20} MiB)"
+
+
+def _train() -> None:
+    """Load the classes of a run: generate, route, cache, digest oracle, Python workers, join."""
+    import tempfile
+
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    from applier.apply.agent import route_streams
+    from applier.bench.stream import BenchStream
+    from applier.partition.strategies import partition, with_rounds
+    from applier.sources.canonical import SNAPSHOT_SCHEMA
+    from applier.sources.dataset import generate
+    from applier.sources.hazards import effective_config
+    from applier.verify.diff import diff_all
+    from applier.verify.oracle import digested, oracle, oracle_digest
+
+    spark = spark_session(2, app="applier-class-archive")
+    cfg = effective_config(BenchStream(20_000, 2_000, 100, 100, 1).config(2))
+    cs = generate(spark, cfg)
+    assert cs.stats is not None
+    indexed, _ = with_rounds(cs.changes, 100, (cs.stats.first_xact, cs.stats.transactions))
+    planned = route_streams(partition(indexed, "key-hash", 2, cfg.articles), 2, cfg.articles)
+    planned = planned.persist(cache_level(20_000))
+    planned.count()
+
+    def same(batches: Any) -> Any:
+        for b in batches:
+            yield pa.RecordBatch.from_arrays(
+                [b.column(i) for i in range(3)], names=["article", "key", "image"]
+            )
+
+    found = cs.snapshot.mapInArrow(same, SNAPSHOT_SCHEMA)
+    diff_all(oracle_digest(planned, cs.snapshot), digested(found)).groupBy("kind").count().collect()
+    diff_all(oracle(planned, cs.snapshot), found).where(F.col("kind").isNotNull()).limit(5).collect()
+    with tempfile.TemporaryDirectory() as tmp:
+        planned.limit(1000).write.parquet(tmp + "/p")
+        spark.read.parquet(tmp + "/p").groupBy("stream").count().collect()
+    planned.unpersist()
+    cs.unpersist()
+
+
+if __name__ == "__main__":
+    print(record_class_archive())
 
 
 DISK_ONLY_ABOVE = 2_000_000  # rows
