@@ -1,0 +1,71 @@
+"""The Spark class-data archive: where it lives, when it is used, and that only a complete one
+is ever published (a truncated archive crashes the JVM that maps it)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from applier.sparkenv import CDS_ENV, ClassArchive, class_archive
+
+
+def test_archive_is_keyed_per_build_in_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(CDS_ENV, raising=False)
+    a = class_archive(tmp_path)
+    if a is None:
+        pytest.skip("this machine's Java has no dynamic class-data archives (Java < 13)")
+    assert a.path.parent == tmp_path and a.path.name.startswith("spark-cds-") and a.path.suffix == ".jsa"
+    assert str(os.getpid()) in a.partial.name and a.partial.parent == tmp_path
+    assert class_archive(tmp_path) == a  # same build, same key
+    assert a.java_options().startswith(f"-XX:ArchiveClassesAtExit={a.partial} ")  # not recorded yet
+    a.path.write_bytes(b"x")
+    assert a.java_options().startswith(f"-XX:SharedArchiveFile={a.path} ")
+
+
+@pytest.mark.parametrize("off", ["0", "off", "false"])
+def test_archive_can_be_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, off: str) -> None:
+    monkeypatch.setenv(CDS_ENV, off)
+    assert class_archive(tmp_path) is None
+
+
+def test_no_archive_for_a_java_without_dynamic_archives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "jdk11"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "java").write_text("")
+    (home / "release").write_text('JAVA_VERSION="11.0.22"\n')
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    monkeypatch.delenv(CDS_ENV, raising=False)
+    assert class_archive(tmp_path / "cache") is None
+
+
+def _archive(tmp_path: Path) -> ClassArchive:
+    return ClassArchive(tmp_path / "spark-cds-new.jsa", tmp_path / "spark-cds-new.123.partial")
+
+
+def test_publish_after_a_clean_exit_replaces_older_builds(tmp_path: Path) -> None:
+    a = _archive(tmp_path)
+    old = tmp_path / "spark-cds-old.jsa"
+    old.write_bytes(b"old build")
+    a.partial.write_bytes(b"archive")
+    assert a.publish(0)
+    assert a.path.read_bytes() == b"archive" and not a.partial.exists() and not old.exists()
+
+
+@pytest.mark.parametrize("code", [1, -9, None])
+def test_no_publish_unless_the_jvm_exited_cleanly(tmp_path: Path, code: int | None) -> None:
+    a = _archive(tmp_path)
+    a.partial.write_bytes(b"maybe half")
+    assert not a.publish(code)
+    assert not a.path.exists() and not a.partial.exists()  # the partial file is never left behind
+
+
+def test_no_publish_of_an_empty_or_missing_recording(tmp_path: Path) -> None:
+    a = _archive(tmp_path)
+    assert not a.publish(0)
+    a.partial.write_bytes(b"")
+    assert not a.publish(0)
+    assert not a.path.exists()
