@@ -39,8 +39,9 @@ _QUIET = "-Xlog:cds*=off"  # a stale archive is skipped silently (its warning we
 
 @dataclass(frozen=True)
 class ClassArchive:
-    """Where this Java and Spark build's class-data archive lives; ``recording`` while this
-    process's JVM writes it to ``partial`` (published to ``path`` when the JVM has exited)."""
+    """Where this Java and Spark build's class-data archive lives (``path``) and where this
+    process's JVM records it when it is not there yet (``partial``, moved to ``path`` once
+    the JVM has exited cleanly)."""
 
     path: Path
     partial: Path
@@ -53,6 +54,17 @@ class ClassArchive:
         if self.ready:
             return f"-XX:SharedArchiveFile={self.path} {_QUIET}"
         return f"-XX:ArchiveClassesAtExit={self.partial} {_QUIET}"
+
+    def clear_stale(self) -> None:
+        """Remove recordings left by processes that died before publishing (~180 MB each)."""
+        for f in self.path.parent.glob("spark-cds-*.partial"):
+            try:
+                pid = int(f.name.split(".")[-2])
+                os.kill(pid, 0)  # alive: still recording
+            except ProcessLookupError:
+                f.unlink(missing_ok=True)
+            except (ValueError, IndexError, PermissionError):
+                continue
 
     def publish(self, jvm_exit_code: int | None) -> bool:
         """Move the recorded archive into place if the JVM that wrote it exited with 0 (a
@@ -173,6 +185,7 @@ def spark_session(slots: int = 4, app: str = "applier") -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if archive is not None and not archive.ready:
+        archive.clear_stale()
         _publish_when_done(spark, archive)
     return spark
 

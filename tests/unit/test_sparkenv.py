@@ -69,3 +69,20 @@ def test_no_publish_of_an_empty_or_missing_recording(tmp_path: Path) -> None:
     a.partial.write_bytes(b"")
     assert not a.publish(0)
     assert not a.path.exists()
+
+
+def test_stale_recordings_of_dead_processes_are_removed(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    a = _archive(tmp_path)
+    stale = tmp_path / f"spark-cds-old.{int(dead.stdout)}.partial"
+    live = tmp_path / f"spark-cds-old.{os.getpid()}.partial"
+    odd = tmp_path / "spark-cds-old.notapid.partial"
+    for f in (stale, live, odd):
+        f.write_bytes(b"x")
+    a.clear_stale()
+    assert not stale.exists() and live.exists() and odd.exists()
