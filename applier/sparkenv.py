@@ -17,10 +17,12 @@ or an archive that no longer matches starts Spark as before.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import os
 import shutil
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ def under_spark_submit() -> bool:
 
 
 CDS_ENV = "APPLIER_SPARK_CDS"
+UNUSED_DAYS = 14
 _QUIET = "-Xlog:cds*=off"  # a stale archive is skipped silently (its warning went to stdout)
 
 
@@ -66,15 +69,24 @@ class ClassArchive:
             except (ValueError, IndexError, PermissionError):
                 continue
 
+    def used(self) -> None:
+        """Mark the archive used now (its mtime): other builds' archives unused for
+        UNUSED_DAYS are removed when one is published, in-use ones stay (two checkouts)."""
+        with contextlib.suppress(OSError):
+            os.utime(self.path)
+
     def publish(self, jvm_exit_code: int | None) -> bool:
         """Move the recorded archive into place if the JVM that wrote it exited with 0 (a
-        JVM that fails to write removes the file and exits non-zero); drop older builds'."""
+        JVM that fails to write removes the file and exits non-zero); drop other builds'
+        archives unused for UNUSED_DAYS."""
         try:
             if jvm_exit_code == 0 and self.partial.is_file() and self.partial.stat().st_size > 0:
                 os.replace(self.partial, self.path)
+                cutoff = time.time() - UNUSED_DAYS * 86400
                 for old in self.path.parent.glob("spark-cds-*.jsa"):
-                    if old != self.path:
-                        old.unlink(missing_ok=True)
+                    with contextlib.suppress(OSError):
+                        if old != self.path and old.stat().st_mtime < cutoff:
+                            old.unlink()
                 return True
             return False
         finally:
@@ -163,6 +175,8 @@ def spark_session(slots: int = 4, app: str = "applier") -> SparkSession:
         archive = class_archive()
         if archive is not None:
             builder = builder.config("spark.driver.extraJavaOptions", archive.java_options())
+            if archive.ready:
+                archive.used()
     if not under_spark_submit():
         n = max(slots, os.cpu_count() or 2, 2)
         builder = (

@@ -4,11 +4,12 @@ is ever published (a truncated archive crashes the JVM that maps it)."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
-from applier.sparkenv import CDS_ENV, ClassArchive, class_archive
+from applier.sparkenv import CDS_ENV, UNUSED_DAYS, ClassArchive, class_archive
 
 
 def test_archive_is_keyed_per_build_in_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,13 +47,26 @@ def _archive(tmp_path: Path) -> ClassArchive:
     return ClassArchive(tmp_path / "spark-cds-new.jsa", tmp_path / "spark-cds-new.123.partial")
 
 
-def test_publish_after_a_clean_exit_replaces_older_builds(tmp_path: Path) -> None:
+def test_publish_after_a_clean_exit_drops_builds_unused_for_weeks(tmp_path: Path) -> None:
     a = _archive(tmp_path)
     old = tmp_path / "spark-cds-old.jsa"
-    old.write_bytes(b"old build")
+    other = tmp_path / "spark-cds-other-checkout.jsa"
+    for f in (old, other):
+        f.write_bytes(b"another build")
+    weeks_ago = time.time() - (UNUSED_DAYS + 1) * 86400
+    os.utime(old, (weeks_ago, weeks_ago))
     a.partial.write_bytes(b"archive")
     assert a.publish(0)
-    assert a.path.read_bytes() == b"archive" and not a.partial.exists() and not old.exists()
+    assert a.path.read_bytes() == b"archive" and not a.partial.exists()
+    assert not old.exists() and other.exists()  # another checkout's archive, in use, stays
+
+
+def test_using_an_archive_marks_it(tmp_path: Path) -> None:
+    a = _archive(tmp_path)
+    a.path.write_bytes(b"archive")
+    os.utime(a.path, (0, 0))
+    a.used()
+    assert a.path.stat().st_mtime > time.time() - 60
 
 
 @pytest.mark.parametrize("code", [1, -9, None])
