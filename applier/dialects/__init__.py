@@ -1,26 +1,23 @@
-"""Dialects, registered by name in an explicit dict."""
+"""Dialects, registered by name in an explicit dict (reladiff's ``_connect.py`` style)."""
 
 from __future__ import annotations
 
 from applier.dialects.base import Dialect
 from applier.dialects.postgres import PostgresDialect
+from applier.dialects.tsql import TsqlDialect
+
+DIALECTS: dict[str, type[Dialect]] = {
+    PostgresDialect.name: PostgresDialect,
+    TsqlDialect.name: TsqlDialect,
+}
 
 
-def _tsql() -> type[Dialect]:
-    from applier.dialects.tsql import TsqlDialect
-
-    return TsqlDialect
-
-
-class _Registry(dict[str, type[Dialect]]):
-    """name -> dialect class; T-SQL is imported on first use."""
-
-    def __missing__(self, key: str) -> type[Dialect]:
-        if key == "tsql":
-            cls = _tsql()
-            self[key] = cls
-            return cls
-        raise KeyError(f"unknown dialect {key!r} (postgres, tsql)")
+def dialect(name: str) -> Dialect:
+    """The dialect registered as ``name`` (KeyError naming the known ones)."""
+    try:
+        return DIALECTS[name]()
+    except KeyError:
+        raise KeyError(f"unknown dialect {name!r} ({', '.join(sorted(DIALECTS))})") from None
 
 
-DIALECTS: dict[str, type[Dialect]] = _Registry(postgres=PostgresDialect)
+__all__ = ["DIALECTS", "Dialect", "dialect"]

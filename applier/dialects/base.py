@@ -110,6 +110,9 @@ class Dialect:
     MAX_PARAMS_PER_BATCH: ClassVar[int] = 30000
     TYPE_MAP: ClassVar[dict[str, str]] = {}
     ODBC_OPTIONS: ClassVar[str] = ""
+    # The error codes classify() gives a class to (SQLSTATEs or native numbers, as text): what an
+    # error policy's skip list may name for this dialect.
+    KNOWN_CODES: ClassVar[frozenset[str]] = frozenset()
 
     # -- identifiers -----------------------------------------------------------------
     def quote(self, ident: str) -> str:

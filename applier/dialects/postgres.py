@@ -38,6 +38,7 @@ _LOST = ("08", "57P01", "57P02", "57P03")
 class PostgresDialect(Dialect):
     name: ClassVar[str] = "postgres"
     template_dir: ClassVar[str] = "postgres"
+    KNOWN_CODES: ClassVar[frozenset[str]] = frozenset(_BY_SQLSTATE)
     MAX_PARAMS_PER_BATCH: ClassVar[int] = 20000
     SET_APPLY: ClassVar[bool] = True
     ODBC_OPTIONS: ClassVar[str] = "Protocol=7.4-1;UseServerSidePrepare=0;BoolsAsChar=0;"

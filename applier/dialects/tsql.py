@@ -85,6 +85,7 @@ _MAX_ALLOWED = {"varchar", "nvarchar", "varbinary"}
 class TsqlDialect(Dialect):
     name: ClassVar[str] = "tsql"
     template_dir: ClassVar[str] = "tsql"
+    KNOWN_CODES: ClassVar[frozenset[str]] = frozenset(str(n) for n in _BY_NATIVE)
     # SQL Server takes at most 2100 parameters per request; leave room for the statement's own.
     MAX_PARAMS_PER_BATCH: ClassVar[int] = 2000
     # SQL Server's own names: a subscriber column has the publisher's type. timestamp and
