@@ -21,10 +21,11 @@ test: setup ## run the tests (unit + integration on embedded PostgreSQL and loca
 test-unit: setup ## run the unit tests only (no database, no Spark)
 	$(BIN)/pytest tests/unit
 
-lint: setup ## ruff and mypy
+lint: setup ## ruff, mypy and the import layers (import-linter)
 	$(BIN)/ruff check applier tests
 	$(BIN)/ruff format --check applier tests
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: setup ## benchmark: ceiling, applier and PostgreSQL's logical apply at N=1,2,4,8 (BENCH_ARGS="--commands 200000")
 	@$(BIN)/python -c "import matplotlib" 2>/dev/null || $(BIN)/python -m pip install -q -e ".[bench]"

@@ -164,9 +164,14 @@ def _publish_when_done(spark: SparkSession, archive: ClassArchive) -> None:
 
 
 def spark_session(slots: int = 4, app: str = "applier") -> SparkSession:
+    """The active session if there is one (a test's, a notebook's, spark-submit's), else a new
+    ``local[max(slots, cores)]`` session (N streams need N task slots)."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from applier.targets.odbc import ensure_odbc_env
+    from applier.targets.connstr import ensure_odbc_env
 
     ensure_odbc_env()  # executors inherit the environment in local mode
     builder = SparkSession.builder.appName(app)
@@ -202,9 +207,10 @@ def spark_session(slots: int = 4, app: str = "applier") -> SparkSession:
     return spark
 
 
-def record_class_archive() -> str:
-    """Record the class-data archive now, from a small run of the stages' Spark work (no
-    database): ``make setup`` calls this so that the first real run starts fast."""
+def record_class_archive(trainer: list[str]) -> str:
+    """Record the class-data archive now by running ``trainer`` (a command whose Spark work
+    loads the classes of a run: ``python -m applier.archive --train``) in a child process: the
+    archive is written when its JVM exits, which is when it exits."""
     archive = class_archive()
     if archive is None:
         return "class-data archive: off (APPLIER_SPARK_CDS=0, spark-submit, or Java < 13)"
@@ -212,52 +218,10 @@ def record_class_archive() -> str:
         return f"class-data archive: {archive.path}"
     import subprocess
 
-    # A child process: the archive is written when its JVM exits, which is when it exits.
-    code = subprocess.call([sys.executable, "-c", "from applier.sparkenv import _train; _train()"])
+    code = subprocess.call(trainer)
     if code != 0 or not archive.ready:
         return f"class-data archive: not recorded (exit {code}); Spark starts without it"
     return f"class-data archive: recorded {archive.path} ({archive.path.stat().st_size >> 20} MiB)"
-
-
-def _train() -> None:
-    """Load the classes of a run: generate, route, cache, digest oracle, Python workers, join."""
-    import tempfile
-
-    from pyspark.sql import functions as F
-
-    from applier.apply.agent import route_streams
-    from applier.bench.stream import BenchStream
-    from applier.partition.strategies import partition, with_rounds
-    from applier.sources.canonical import SNAPSHOT_SCHEMA
-    from applier.sources.dataset import generate
-    from applier.sources.hazards import effective_config
-    from applier.verify.diff import diff_all
-    from applier.verify.oracle import digested, oracle, oracle_digest
-
-    spark = spark_session(2, app="applier-class-archive")
-    cfg = effective_config(BenchStream(20_000, 2_000, 100, 100, 1).config(2))
-    cs = generate(spark, cfg)
-    assert cs.stats is not None
-    indexed, _ = with_rounds(cs.changes, 100, (cs.stats.first_xact, cs.stats.transactions))
-    planned = route_streams(partition(indexed, "key-hash", 2, cfg.articles), 2, cfg.articles)
-    planned = planned.persist(cache_level(20_000))
-    planned.count()
-
-    def same(batches: Any) -> Any:
-        yield from batches
-
-    found = cs.snapshot.mapInArrow(same, SNAPSHOT_SCHEMA)
-    diff_all(oracle_digest(planned, cs.snapshot), digested(found)).groupBy("kind").count().collect()
-    diff_all(oracle(planned, cs.snapshot), found).where(F.col("kind").isNotNull()).limit(5).collect()
-    with tempfile.TemporaryDirectory() as tmp:
-        planned.limit(1000).write.parquet(tmp + "/p")
-        spark.read.parquet(tmp + "/p").groupBy("stream").count().collect()
-    planned.unpersist()
-    cs.unpersist()
-
-
-if __name__ == "__main__":
-    print(record_class_archive())
 
 
 DISK_ONLY_ABOVE = 2_000_000  # rows

@@ -217,24 +217,26 @@ def validate_encoded(col: Column, value: Any) -> Any:
     return encode(col, value)
 
 
+_CONVERTERS: dict[str, Callable[[Any], Any]] = {
+    "decimal": decimal.Decimal,
+    "bytes": base64.b64decode,
+    "date": dt.date.fromisoformat,
+    "datetime": dt.datetime.fromisoformat,
+    "datetimeoffset": dt.datetime.fromisoformat,
+    "time": dt.time.fromisoformat,
+}
+
+
+def param_converter(t: SqlType) -> Callable[[Any], Any] | None:
+    """How a canonical value of type t becomes the Python value to bind, decided once per
+    column (None: it binds as it is). Planning calls this per column, not per value."""
+    return _CONVERTERS.get(t.kind)
+
+
 def to_param(t: SqlType, value: Any) -> Any:
     """Canonical value -> Python value to bind as a parameter."""
-    if value is None:
-        return None
-    kind = t.kind
-    if kind == "decimal":
-        return decimal.Decimal(value)
-    if kind == "bytes":
-        return base64.b64decode(value)
-    if kind == "date":
-        return dt.date.fromisoformat(value)
-    if kind == "datetime":
-        return dt.datetime.fromisoformat(value)
-    if kind == "time":
-        return dt.time.fromisoformat(value)
-    if kind == "datetimeoffset":
-        return dt.datetime.fromisoformat(value)
-    return value
+    f = param_converter(t)
+    return value if value is None or f is None else f(value)
 
 
 _compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode

@@ -51,5 +51,5 @@ mkdir -p "$odbc_dir"
 sed "s#/usr/lib/x86_64-linux-gnu/#/usr/lib/$arch/#g" ci/odbcinst.ini > "$odbc_dir/odbcinst.ini.new"
 mv "$odbc_dir/odbcinst.ini.new" "$odbc_dir/odbcinst.ini"
 # -- Spark's class-data archive (applier.sparkenv): recorded once, Spark starts ~2.5 s faster --
-echo "setup: $("$VENV/bin/python" -m applier.sparkenv 2>/dev/null | tail -1)"
+echo "setup: $("$VENV/bin/python" -m applier.archive 2>/dev/null | tail -1)"
 echo "setup: ready ($VENV, ODBCSYSINI=$odbc_dir)"

@@ -30,10 +30,9 @@ def pg() -> Iterator[object]:
 
 @pytest.fixture(scope="session")
 def target(pg):  # type: ignore[no-untyped-def]
-    """The embedded PostgreSQL as applier reaches it (ODBC, with applier's options)."""
-    from applier.targets.odbc import preflight
-
-    return preflight(pg.odbc_connection_string(), "embedded PostgreSQL (tests)")
+    """The embedded PostgreSQL's database as applier reaches it (an Endpoint: ODBC, with
+    applier's options)."""
+    return pg.endpoint()
 
 
 TARGETS = [
@@ -46,16 +45,14 @@ TARGETS = [
 @pytest.fixture(scope="session", params=TARGETS)
 def any_target(request, pg):  # type: ignore[no-untyped-def]
     """Every kind of subscriber: the embedded PostgreSQL here, containers where Docker runs."""
-    from applier.targets.odbc import preflight
-
     if request.param == "embedded":
-        return preflight(pg.odbc_connection_string(), "embedded PostgreSQL (tests)")
-    from applier.targets.containers import container_target, docker_available
+        return pg.endpoint()
+    from applier.targets import Target
+    from applier.targets.containers import docker_available
 
     ok, why = docker_available()
     if not ok:
         pytest.skip(why)
-    cm = container_target(request.param)
-    c = cm.__enter__()
-    request.addfinalizer(lambda: cm.__exit__(None, None, None))
-    return preflight(c.odbc_connection_string(), f"{request.param} container (tests)")
+    server = Target.parse(request.param).start()
+    request.addfinalizer(server.stop)
+    return server.endpoint()

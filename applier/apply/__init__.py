@@ -1,27 +1,29 @@
-"""Apply: run the streams against the subscriber. Apply models are registered by name."""
+"""Apply: run the streams against the subscriber. Apply models are registered by name.
+
+The stream arrives partitioned and laid out (partition i = stream i, in lsn order); a model
+only sends: one Spark barrier stage of N tasks, one connection each (``streams``), the calls
+planned by ``plan`` in the task (``sender``, ``bulk``), conflicts and fallback as the model
+says (``agent``, ``independent``), every outcome recorded (``events``, ``summary``).
+``install`` prepares the subscriber before; ``barriers`` applies schema changes, statements
+and applied procedures between segments.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from applier.apply.agent import AgentJob, run_agent
+from applier.apply.agent import run_agent
+from applier.apply.independent import run_independent
+from applier.apply.job import StreamJob
 
-# model name -> (spark, planned rows with stream and round, job, events path) -> events
-ApplyModel = Callable[[SparkSession, DataFrame, AgentJob, str], DataFrame]
-
-
-def _independent(spark: SparkSession, planned: DataFrame, job: AgentJob, out: str) -> DataFrame:
-    from applier.apply.independent import run_independent
-
-    return run_independent(spark, planned, job, out)
-
+# model name -> (spark, laid-out stream, job, events path) -> events
+ApplyModel = Callable[[SparkSession, DataFrame, StreamJob, str], DataFrame]
 
 APPLY_MODELS: dict[str, ApplyModel] = {
     "agent": run_agent,
-    "independent": _independent,
+    "independent": run_independent,
 }
 
 
@@ -29,4 +31,4 @@ def apply_model(name: str) -> ApplyModel:
     return APPLY_MODELS[name]
 
 
-__all__: list[Any] = ["APPLY_MODELS", "AgentJob", "apply_model"]
+__all__ = ["APPLY_MODELS", "ApplyModel", "StreamJob", "apply_model"]

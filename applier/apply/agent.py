@@ -14,50 +14,25 @@ N to 1" — retrying transient errors with tenacity; the next round resumes with
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import json
 import logging
-import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
-from applier.apply.connection import REAPPLY, RetryPolicy, connect
-from applier.apply.events import EVENT_SCHEMA, RESET_LOG, Events
-from applier.apply.rendezvous import Address, Coordinator, Rendezvous
-from applier.apply.sender import SHARE_FIELDS, Failure, Row, Sender, apply_serially, send_with_policy, slim
-from applier.articles import Article, Syntax
-from applier.dialects import DIALECTS
+from applier.apply.events import RESET_LOG, Events
+from applier.apply.job import StreamJob
+from applier.apply.rendezvous import Address, Rendezvous
+from applier.apply.sender import Failure, Row, Sender, apply_serially, send_with_policy, slim
+from applier.apply.streams import Task, run_streams
 from applier.plan.calls import Call, Planner
-from applier.settings import ErrorPolicy
+from applier.targets.progress import ProgressTable
 
 log = logging.getLogger("applier.apply")
-
-
-@dataclass(frozen=True)
-class AgentJob:
-    """Everything a stream task needs; pickled to the executors (no module state)."""
-
-    connection_string: str
-    dialect_name: str
-    articles: tuple[Article, ...]
-    subscription: str
-    streams: int
-    rounds: int
-    lock_timeout_ms: int
-    error_policy: ErrorPolicy
-    retry: RetryPolicy = REAPPLY
-    rendezvous: Address | None = None  # set by run_streams for the stage
-    set_apply: bool = False  # run.set_apply: set-based calls in parallel rounds
-    # A share committed whole is one "batch" event (events.command_outcomes expands it by
-    # stream and round); False where (stream, round) does not identify the share (segments).
-    batch_events: bool = True
 
 
 class _Peek:
@@ -101,16 +76,11 @@ def _rows(batches: Iterator[pa.RecordBatch]) -> Iterator[Row]:
             yield dict(zip(names, values, strict=True))
 
 
-def _read_progress(conn: Any, job: AgentJob, stream: int) -> int:
-    dialect = DIALECTS[job.dialect_name]()
-    cur = conn.cursor()
-    cur.execute(dialect.progress_select_sql(), job.subscription)
-    done = -1
-    for s, _lsn, rnd in cur.fetchall():
-        if int(s) == stream:
-            done = int(rnd)
+def _done_round(conn: Any, progress: ProgressTable, job: StreamJob, stream: int) -> int:
+    """The last round this stream committed in an earlier run (-1: none)."""
+    seen = progress.read(conn.cursor(), job.subscription)
     conn.commit()
-    return done
+    return seen[stream][1] if stream in seen else -1
 
 
 @contextlib.contextmanager
@@ -125,7 +95,7 @@ def fewer_collections() -> Iterator[None]:
         gc.set_threshold(*before)
 
 
-def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def stream_task(job: StreamJob, rendezvous: Address) -> Task:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         with fewer_collections():
             yield from _stream(batches)
@@ -135,17 +105,17 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
 
         ctx = BarrierTaskContext.get()
         s = ctx.partitionId()
-        dialect = DIALECTS[job.dialect_name]()
+        dialect = job.endpoint.dialect
         planner = Planner(dialect, job.articles)
         ev = Events(batches=job.batch_events)
         t_start = time.perf_counter()
-        conn = connect(job.connection_string, dialect, job.lock_timeout_ms)
+        conn = job.endpoint.connect(job.lock_timeout_ms)
         sender = Sender(conn, dialect, planner, s, job.set_apply)
-        done_round = _read_progress(conn, job, s)
-        upsert = dialect.progress_upsert_sql()
+        progress = ProgressTable(dialect)
+        done_round = _done_round(conn, progress, job, s)
+        upsert = progress.upsert_sql
         peek = _Peek(_rows(batches))
-        assert job.rendezvous is not None
-        rdv = Rendezvous(job.rendezvous, s)
+        rdv = Rendezvous(rendezvous, s)
         wait_s = 0.0
         n_cmds = 0
 
@@ -153,14 +123,16 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
             return job.error_policy.skips(f.cls, f.code)
 
         def progress_call(stream: int, rows: Sequence[Row], rnd: int) -> Call:
-            return Call(upsert, (job.subscription, stream, max(r["lsn"] for r in rows), rnd))
+            return Call(
+                upsert, progress.upsert_params(job.subscription, stream, max(r["lsn"] for r in rows), rnd)
+            )
 
         def reconnect_if_lost(f: Failure | None) -> None:
             nonlocal conn
             if f is not None and f.connection_lost:
                 with contextlib.suppress(Exception):  # already gone
                     conn.close()
-                conn = connect(job.connection_string, dialect, job.lock_timeout_ms)
+                conn = job.endpoint.connect(job.lock_timeout_ms)
                 sender.conn = conn
 
         def take(r: int) -> tuple[list[Row], list[tuple[Row, Call]] | None]:
@@ -292,7 +264,7 @@ def stream_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[
 
 
 def _reapply(
-    sender: Sender, merged: list[Row], job: AgentJob, r: int, skip: Callable[[Failure], bool], ev: Events
+    sender: Sender, merged: list[Row], job: StreamJob, r: int, skip: Callable[[Failure], bool], ev: Events
 ) -> dict[str, Any]:
     """Stream 0 applies the whole round in commit order on its one connection."""
     t_exec = time.time()
@@ -300,9 +272,11 @@ def _reapply(
     by_stream: dict[int, list[Row]] = {}
     for row in merged:
         by_stream.setdefault(row["stream"], []).append(row)
-    upsert = sender.dialect.progress_upsert_sql()
+    progress = ProgressTable(sender.dialect)
     tail = [
-        Call(upsert, (job.subscription, st, max(x["lsn"] for x in rows), r))
+        Call(
+            progress.upsert_sql, progress.upsert_params(job.subscription, st, max(x["lsn"] for x in rows), r)
+        )
         for st, rows in sorted(by_stream.items())
     ]
     skipped, failure = apply_serially(sender, calls, tail, job.retry, skip)
@@ -322,84 +296,6 @@ def _reapply(
     return {"fatal": True, "message": failure.message}
 
 
-def route_values(spark: SparkSession, n: int) -> dict[int, int]:
-    """For each stream s, a long v with pmod(hash(v), n) == s: repartition(n, v) then puts
-    stream s in partition s (Spark's hash partitioning is that same Murmur3 hash)."""
-    rows = (
-        spark.range(0, 64 * n + 1024)
-        .select("id", F.expr(f"pmod(hash(id), {n})").alias("b"))
-        .groupBy("b")
-        .agg(F.min("id").alias("v"))
-        .collect()
-    )
-    route = {int(r["b"]): int(r["v"]) for r in rows}
-    if len(route) != n:
-        raise RuntimeError(f"could not route {n} streams to partitions")
-    return route
-
-
-Task = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
-ROUTED = "_routed_streams"  # column marking a DataFrame that route_streams already laid out
-
-
-def route_streams(planned: DataFrame, n: int, articles: Sequence[Article] = ()) -> DataFrame:
-    """``planned`` laid out for the stream tasks: partition i holds stream i's rows in lsn
-    order, only the columns a share needs (plus ``deps`` for writeset) and the ROUTED marker.
-    Persist the result to pay the shuffle once, before the apply stage; a DataFrame already
-    routed for n streams comes back as it is. With ``articles``, the before image of updates
-    whose procedure takes the key only (CALL, SCALL, MCALL) is left behind: nothing in the
-    stream task reads it, and it is half of what travels from the JVM to the tasks."""
-    if ROUTED in planned.columns:
-        return planned
-    keyed = [a.name for a in articles if a.delivery("U").syntax in (Syntax.CALL, Syntax.SCALL, Syntax.MCALL)]
-    if keyed:
-        drop = (F.col("op") == "U") & F.col("article").isin(keyed) & F.col("key_before").isNotNull()
-        planned = planned.withColumn("before", F.when(drop, F.lit(None)).otherwise(F.col("before")))
-    route = route_values(planned.sparkSession, n)
-    mapping = F.create_map(*[x for s, v in sorted(route.items()) for x in (F.lit(s), F.lit(v).cast("long"))])
-    cols = list(SHARE_FIELDS) + (["deps"] if "deps" in planned.columns else [])
-    return (
-        planned.select(*cols)
-        .withColumn("_route", mapping[F.col("stream")])
-        .repartition(n, "_route")
-        .sortWithinPartitions("lsn")
-        .drop("_route")
-        .withColumn(ROUTED, F.lit(n))
-    )
-
-
-def run_streams(
-    spark: SparkSession,
-    planned: DataFrame,
-    job: AgentJob,
-    make_task: Callable[[AgentJob], Task],
-    out_path: str,
-) -> DataFrame:
-    """Run ``make_task(job)`` as one Spark barrier stage of N tasks, task i receiving stream i's
-    rows in lsn order, meeting through a coordinator on the driver; write the events the tasks
-    yield to ``out_path`` and return them."""
-    slots = spark.sparkContext.defaultParallelism
-    if slots < job.streams:
-        from applier.errors import ConfigError
-
-        raise ConfigError(
-            f"{job.streams} streams need {job.streams} task slots; this Spark has {slots} "
-            f"(use local[{job.streams}] or more executors)"
-        )
-    routed = route_streams(planned, job.streams)
-    local = str(spark.sparkContext.master).startswith("local")
-    host = "127.0.0.1" if local else str(spark.conf.get("spark.driver.host") or socket.gethostname())
-    coordinator = Coordinator(job.streams, host=host, bind="127.0.0.1" if local else "")
-    coordinator.start()
-    try:
-        staged = dataclasses.replace(job, rendezvous=coordinator.address)
-        events = routed.drop(ROUTED).mapInArrow(make_task(staged), EVENT_SCHEMA, barrier=True)
-        events.write.mode("overwrite").parquet(out_path)
-    finally:
-        coordinator.stop()
-    return spark.read.parquet(out_path)
-
-
-def run_agent(spark: SparkSession, planned: DataFrame, job: AgentJob, out_path: str) -> DataFrame:
-    """Apply ``planned`` (rows with stream and round) with the agent model."""
-    return run_streams(spark, planned, job, stream_task, out_path)
+def run_agent(spark: SparkSession, laid_out: DataFrame, job: StreamJob, out_path: str) -> DataFrame:
+    """Apply ``laid_out`` (partition i = stream i's rows with their rounds) with the agent model."""
+    return run_streams(spark, laid_out, job, stream_task, out_path)

@@ -11,12 +11,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from applier.plan.calls import Call
-
-if TYPE_CHECKING:
-    from applier.apply.sender import _CompiledPlan as CompiledPlan
+from applier.plan.calls import Call, CompiledPlan
 
 Row = dict[str, Any]
 _loads = json.JSONDecoder().decode

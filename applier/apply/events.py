@@ -10,8 +10,8 @@ Times (epoch seconds): t_exec when the command's batch was sent, t_commit when i
 
 A share that committed whole in a parallel round (nothing skipped) is one ``batch`` event
 (stream, round, outcome, n commands) instead of n command events: the common case costs one
-row, and :func:`command_outcomes` gives every command its outcome again by (stream, round)
-where a report or the blame needs it.
+row, and :func:`applier.verify.outcomes.command_outcomes` gives every command its outcome
+again by (stream, round) where the blame needs it.
 """
 
 from __future__ import annotations
@@ -44,17 +44,6 @@ _ARROW = pa.schema(
         ("t_exec", pa.float64()),
         ("t_commit", pa.float64()),
     ]
-)
-OUTCOMES = (
-    "applied",
-    "conflict",
-    "rolled_back",
-    "deferred",
-    "reapplied",
-    "skipped",
-    "failed",
-    "not_applied",
-    "resumed",
 )
 RESET_LOG = "Number of subscription streams has been reset from {n} to 1"
 
@@ -177,29 +166,3 @@ class Events:
                 [pa.array(c, type=f.type) for c, f in zip(self.cols, _ARROW, strict=False)], schema=_ARROW
             )
             self.cols = [[] for _ in _ARROW]
-
-
-def command_outcomes(events: Any, commands: Any) -> Any:
-    """Per-command outcomes (lsn, outcome, class, code, t_exec, t_commit): the command events
-    plus, for every command of ``commands`` (a DataFrame with lsn, stream and round), the
-    outcome of the ``batch`` event of its (stream, round)."""
-    from pyspark.sql import functions as F
-
-    cols = ["lsn", "outcome", "class", "code", "t_exec", "t_commit"]
-    single = events.where("kind = 'command'").select(*cols)
-    if "stream" not in commands.columns or "round" not in commands.columns:
-        return single
-    batches = events.where("kind = 'batch'").select("stream", "round", "outcome", "t_exec", "t_commit")
-    expanded = (
-        commands.select("lsn", "stream", "round")
-        .join(batches, ["stream", "round"])
-        .select(
-            "lsn",
-            "outcome",
-            F.lit(None).cast("string").alias("class"),
-            F.lit(None).cast("string").alias("code"),
-            "t_exec",
-            "t_commit",
-        )
-    )
-    return single.unionByName(expanded)

@@ -22,13 +22,13 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from applier.apply.agent import AgentJob, run_streams
-from applier.apply.connection import connect
 from applier.apply.events import Events
-from applier.apply.rendezvous import Rendezvous
+from applier.apply.job import StreamJob
+from applier.apply.rendezvous import Address, Rendezvous
 from applier.apply.sender import Failure, Row, Sender, apply_serially, send_with_policy, slim
-from applier.dialects import DIALECTS
+from applier.apply.streams import Task, run_streams
 from applier.plan.calls import Call, Planner
+from applier.targets.progress import ProgressTable
 
 DEPENDENCY_WAIT_S = 30.0
 
@@ -49,14 +49,14 @@ def _transactions(batches: Iterator[pa.RecordBatch]) -> Iterator[list[Row]]:
 class _Progress:
     """Committed lsn per stream, read from the progress table when a dependency is not yet met."""
 
-    def __init__(self, conn: Any, sql: str, subscription: str) -> None:
-        self.conn, self.sql, self.subscription = conn, sql, subscription
+    def __init__(self, conn: Any, table: ProgressTable, subscription: str) -> None:
+        self.conn, self.table, self.subscription = conn, table, subscription
         self.seen: dict[int, int] = {}
 
     def refresh(self) -> None:
-        cur = self.conn.cursor()
-        cur.execute(self.sql, self.subscription)
-        self.seen = {int(s): int(lsn) for s, lsn, _r in cur.fetchall()}
+        self.seen = {
+            s: lsn for s, (lsn, _r) in self.table.read(self.conn.cursor(), self.subscription).items()
+        }
         self.conn.commit()
 
     def wait(self, deps: Sequence[dict[str, int]], timeout_s: float) -> bool:
@@ -77,22 +77,21 @@ class _Progress:
             pause = min(pause * 2, 0.02)
 
 
-def independent_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def independent_task(job: StreamJob, rendezvous: Address) -> Task:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import BarrierTaskContext
 
         ctx = BarrierTaskContext.get()
         s = ctx.partitionId()
-        dialect = DIALECTS[job.dialect_name]()
+        dialect = job.endpoint.dialect
         ev = Events()
-        conn = connect(job.connection_string, dialect, job.lock_timeout_ms)
+        conn = job.endpoint.connect(job.lock_timeout_ms)
         sender = Sender(conn, dialect, Planner(dialect, job.articles), s, job.set_apply)
-        progress = _Progress(conn, dialect.progress_select_sql(), job.subscription)
+        table = ProgressTable(dialect)
+        progress = _Progress(conn, table, job.subscription)
         progress.refresh()
         done = progress.seen.get(s, -1)
-        upsert = dialect.progress_upsert_sql()
-        assert job.rendezvous is not None
-        rdv = Rendezvous(job.rendezvous, s)
+        rdv = Rendezvous(rendezvous, s)
 
         def skip(f: Failure) -> bool:
             return job.error_policy.skips(f.cls, f.code)
@@ -127,7 +126,12 @@ def independent_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iter
                     ev.command(row, "deferred")
                 continue
             calls = sender.calls(txn)
-            tail = [Call(upsert, (job.subscription, s, txn[-1]["lsn"], txn[-1]["xact_index"]))]
+            tail = [
+                Call(
+                    table.upsert_sql,
+                    table.upsert_params(job.subscription, s, txn[-1]["lsn"], txn[-1]["xact_index"]),
+                )
+            ]
             t_exec = time.time()
             skipped, failure = send_with_policy(sender, calls, tail, skip)
             if failure is None:
@@ -148,7 +152,7 @@ def independent_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iter
                 with contextlib.suppress(Exception):  # a lost connection cannot roll back
                     conn.rollback()
                 if failure.connection_lost:
-                    conn = connect(job.connection_string, dialect, job.lock_timeout_ms)
+                    conn = job.endpoint.connect(job.lock_timeout_ms)
                     sender.conn = progress.conn = conn
                 ev.add(
                     "conflict",
@@ -199,10 +203,10 @@ def independent_task(job: AgentJob) -> Callable[[Iterator[pa.RecordBatch]], Iter
 
 
 def _apply_deferred(
-    sender: Sender, merged: list[Row], job: AgentJob, ev: Events, skip: Callable[[Failure], bool]
+    sender: Sender, merged: list[Row], job: StreamJob, ev: Events, skip: Callable[[Failure], bool]
 ) -> None:
     """Stream 0 applies the deferred transactions in commit order, one commit each."""
-    upsert = sender.dialect.progress_upsert_sql()
+    table = ProgressTable(sender.dialect)
     by_txn: dict[int, list[Row]] = {}
     for row in merged:
         by_txn.setdefault(row["xact_index"], []).append(row)
@@ -222,7 +226,7 @@ def _apply_deferred(
         for row in txn:
             by_stream[row["stream"]] = max(by_stream.get(row["stream"], -1), row["lsn"])
         tail = [
-            Call(upsert, (job.subscription, st, lsn, txn[-1]["xact_index"]))
+            Call(table.upsert_sql, table.upsert_params(job.subscription, st, lsn, txn[-1]["xact_index"]))
             for st, lsn in sorted(by_stream.items())
         ]
 
@@ -245,5 +249,6 @@ def _apply_deferred(
         ev.add("round", outcome="fatal", cls=failure.cls, message=failure.message)
 
 
-def run_independent(spark: SparkSession, planned: DataFrame, job: AgentJob, out_path: str) -> DataFrame:
-    return run_streams(spark, planned, job, independent_task, out_path)
+def run_independent(spark: SparkSession, laid_out: DataFrame, job: StreamJob, out_path: str) -> DataFrame:
+    """Apply ``laid_out`` (partition i = stream i's rows) with the independent model."""
+    return run_streams(spark, laid_out, job, independent_task, out_path)

@@ -1,8 +1,9 @@
-"""Prepare the subscriber: tables, procedures, progress table, initial snapshot.
+"""Prepare the subscriber: tables, procedures, progress table, initial snapshot, constraints.
 
 Runs before apply. Table and procedure DDL goes over one driver-side connection (it is
 small); the snapshot is loaded by Spark tasks, each with its own connection, in multi-row
-INSERTs with bound parameters, so the driver never holds the rows.
+INSERTs with bound parameters, so the driver never holds the rows. The subscriber's unique
+and foreign keys come last (a snapshot may arrive in any order).
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from applier.apply.connection import connect
 from applier.articles import Article
-from applier.dialects import DIALECTS
 from applier.dialects.base import Dialect
 from applier.errors import ApplierError, TargetError
-from applier.targets.odbc import Target, redact
+from applier.targets.endpoint import Endpoint
+from applier.targets.progress import ProgressTable
 from applier.values import to_param
 
 
@@ -34,7 +34,7 @@ def _exec(cur: Any, sql: str, what: str) -> None:
 
 
 def install(
-    target: Target,
+    target: Endpoint,
     articles: Sequence[Article],
     subscription: str,
     *,
@@ -48,15 +48,14 @@ def install(
     Returns the names of the procedures installed, in order.
     """
     dialect = target.dialect
-    conn = connect(target.connection_string, dialect, lock_timeout_ms=30000)
+    progress = ProgressTable(dialect)
+    conn = target.connect()
     installed: list[str] = []
     try:
         cur = conn.cursor()
-        for stmt in dialect.progress_ddl():
+        for stmt in progress.ddl():
             _exec(cur, stmt, "creating the progress table")
-        cur.execute(
-            f"DELETE FROM {dialect.progress_table()} WHERE {dialect.quote('subscription')} = ?", subscription
-        )
+        progress.clear(cur, subscription)
         for schema in sorted({a.schema for a in articles}):
             _exec(cur, dialect.create_schema_sql(schema), f"creating schema {schema}")
         for a in articles:
@@ -123,15 +122,14 @@ BULK_LOAD_ROWS = 10000  # snapshot rows per statement where the dialect loads JS
 
 
 def load_snapshot(
-    snapshot: DataFrame, target: Target, articles: Sequence[Article], partitions: int = 4
+    snapshot: DataFrame, target: Endpoint, articles: Sequence[Article], partitions: int = 4
 ) -> int:
     """Insert the snapshot rows (article, key, image) in parallel tasks; returns the row count."""
-    cs, dname = target.connection_string, target.dialect_name
     by_name = {a.name: a for a in articles}
 
     def load(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        dialect = DIALECTS[dname]()
-        conn = connect(cs, dialect, lock_timeout_ms=30000)
+        dialect = target.dialect
+        conn = target.connect()
         cur = conn.cursor()
         pending: dict[str, list[Any]] = {}
         bulk = {name: dialect.bulk_insert_sql(a) for name, a in by_name.items()}
@@ -172,7 +170,7 @@ def load_snapshot(
             conn.commit()
         except Exception as e:
             conn.rollback()
-            raise TargetError(f"loading the snapshot into {redact(cs)} failed: {e}") from None
+            raise TargetError(f"loading the snapshot into {target.redacted} failed: {e}") from None
         finally:
             conn.close()
         yield pa.RecordBatch.from_pydict({"n": pa.array([total], pa.int64())})
@@ -183,3 +181,19 @@ def load_snapshot(
     spread = snapshot.coalesce(partitions) if have >= partitions else snapshot.repartition(partitions)
     n = spread.mapInArrow(load, "n long").groupBy().sum("n").collect()[0][0]
     return int(n or 0)
+
+
+def add_constraints(target: Endpoint, articles: Sequence[Article]) -> int:
+    """The subscriber's unique and foreign keys (after the snapshot load). Returns the count."""
+    stmts = target.dialect.constraint_sql(articles)
+    if not stmts:
+        return 0
+    conn = target.connect()
+    try:
+        cur = conn.cursor()
+        for s in stmts:
+            _exec(cur, s, "adding the subscriber's constraints")
+        conn.commit()
+    finally:
+        conn.close()
+    return len(stmts)

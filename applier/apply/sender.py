@@ -13,18 +13,16 @@ reset and skips go row by row (per-row errors).
 from __future__ import annotations
 
 import base64
-import datetime as dt
-import decimal
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from applier.apply.bulk import BulkCall, bulk_calls
-from applier.apply.connection import RetryPolicy
-from applier.articles import Article, SqlType, Syntax
 from applier.dialects.base import Classified, ConflictClass, Dialect
-from applier.plan.calls import Call, Planner, bitmap
+from applier.plan.calls import Call, Planner
+from applier.records.schema import SHARE_FIELDS
+from applier.targets.connection import RetryPolicy
 
 Row = dict[str, Any]
 
@@ -106,28 +104,16 @@ class Sender:
         self.set_apply = set_apply
         self.round_trips = 0
         self.sql_seconds = 0.0
-        self._compiled: dict[tuple[str, str], _CompiledPlan] = {}
-
-    def _plan(self, r: Row) -> _CompiledPlan:
-        key = (r["article"], r["op"])
-        plan = self._compiled.get(key)
-        if plan is None:
-            plan = self._compiled[key] = _CompiledPlan(self.planner, *key)
-        return plan
 
     def calls(self, rows: Sequence[Row], bulk: bool | None = None) -> list[tuple[Row, Call]]:
         """The call of every row (rows whose operation is not replicated are left out);
-        set-based calls where ``bulk`` (default: the sender's ``set_apply``) allows.
-
-        The same calls as ``Planner.plan`` (tests/unit/test_bench_sender.py checks it), through
-        a per-(article, op) plan compiled once: planning is the stream's main CPU cost, on the
-        same cores as the subscriber.
-        """
+        set-based calls where ``bulk`` (default: the sender's ``set_apply``) allows."""
         if self.set_apply if bulk is None else bulk:
-            return bulk_calls(rows, self._plan)
+            return bulk_calls(rows, self.planner.of_row)
+        of_row = self.planner.of_row
         out = []
         for r in rows:
-            call = self._plan(r).call(r)
+            call = of_row(r).call(r)
             if call is not None:
                 out.append((r, call))
         return out
@@ -211,134 +197,7 @@ class Sender:
         return skipped, None
 
 
-def _converter(t: SqlType) -> Callable[[Any], Any] | None:
-    """``values.to_param`` for one type, decided once (None: the value binds as it is)."""
-    kind = t.kind
-    if kind == "decimal":
-        return decimal.Decimal
-    if kind == "bytes":
-        return base64.b64decode
-    if kind == "date":
-        return dt.date.fromisoformat
-    if kind in ("datetime", "datetimeoffset"):
-        return dt.datetime.fromisoformat
-    if kind == "time":
-        return dt.time.fromisoformat
-    return None
-
-
-class _CompiledPlan:
-    """``plan.calls.call_params`` for one article and operation with its decisions taken once:
-    column converters, parameter order, bitmaps per changed-column set. Updates and deletes
-    take the key from ``key_before`` (the key text of the before image, values.key_text),
-    so the before image is parsed only where XCALL passes it whole."""
-
-    def __init__(self, planner: Planner, article_name: str, op: str) -> None:
-        a: Article = planner.articles[article_name]
-        self.planner = planner
-        self.article = a
-        self.op = op
-        self.syntax = a.delivery(op).syntax
-        # Procedure calls are compiled; any other delivery (NONE, SQL statements) is the
-        # planner's own business.
-        self.fast = self.syntax in _COMPILED
-        self.sql = planner.call_sql(a, op) if self.fast else None
-        cols = a.replicated
-        self.cols = [(c.name, _converter(c.type), c.type.is_lob) for c in cols]
-        self.index = {c.name: i for i, c in enumerate(cols)}
-        self.keys = [(c.name, _converter(c.type)) for c in a.key_columns]
-        self.bitmaps: dict[tuple[str, ...], bytes] = {}
-        dialect = planner.dialect
-        self.set_sql = dialect.set_call_sql(a, op) if dialect.set_eligible(a, op) else None
-        self.mask_name = dialect.set_mask_name(a)
-        self.mask_key = json.dumps(self.mask_name)
-        self.names = [c.name for c in cols]
-        self.masks: dict[tuple[str, ...] | None, str] = {}
-
-    def mask(self, row: Row) -> str:
-        """An update's changed-column mask for the set procedure ('1' = set the column)."""
-        changed = tuple(row["changed"] or ()) if self.syntax != Syntax.CALL else None
-        m = self.masks.get(changed)
-        if m is None:
-            chosen = set(self.names) if changed is None else set(changed)
-            m = self.masks[changed] = "".join("1" if n in chosen else "0" for n in self.names)
-        return m
-
-    def _pk(self, row: Row, before: dict[str, Any] | None) -> tuple[Any, ...]:
-        kb = row.get("key_before")
-        if kb is not None and before is None:
-            values = _loads(kb)
-            return tuple(
-                v if v is None or f is None else f(v) for (_, f), v in zip(self.keys, values, strict=True)
-            )
-        assert before is not None
-        return tuple(_conv(f, before[n]) for n, f in self.keys)
-
-    def _image(self, image: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple([_conv(f, image.get(n)) for n, f, _ in self.cols])
-
-    def call(self, row: Row) -> Call | None:
-        sql = self.sql
-        if sql is None:
-            return self.planner.plan(row["article"], self.op, row["before"], row["after"], row["changed"])
-        op, syntax = self.op, self.syntax
-        if op == "I":
-            return Call(sql, self._image(_loads(row["after"])))
-        if syntax == Syntax.XCALL:
-            before = _loads(row["before"])
-            old = tuple([None if lob else _conv(f, before.get(n)) for n, f, lob in self.cols])
-            if op == "D":
-                return Call(sql, old)
-            return Call(sql, old + self._image(_loads(row["after"])))
-        pk = self._pk(row, None if row.get("key_before") is not None else _loads(row["before"]))
-        if op == "D":
-            return Call(sql, pk)
-        after = _loads(row["after"])
-        if syntax == Syntax.SCALL:
-            changed = tuple(row["changed"] or ())
-            vals: list[Any] = [None] * len(self.cols)
-            cols, index = self.cols, self.index
-            for n in changed:
-                i = index[n]
-                vals[i] = _conv(cols[i][1], after.get(n))
-            return Call(sql, (*vals, *pk, self._bitmap(changed)))
-        new = self._image(after)
-        if syntax == Syntax.MCALL:
-            return Call(sql, (*new, *pk, self._bitmap(tuple(row["changed"] or ()))))
-        return Call(sql, new + pk)
-
-    def _bitmap(self, changed: tuple[str, ...]) -> bytes:
-        b = self.bitmaps.get(changed)
-        if b is None:
-            b = self.bitmaps[changed] = bitmap(self.article, changed)
-        return b
-
-
-_COMPILED = (Syntax.CALL, Syntax.SCALL, Syntax.MCALL, Syntax.XCALL)
-
-
-def _conv(f: Callable[[Any], Any] | None, v: Any) -> Any:
-    return v if v is None or f is None else f(v)
-
-
-_loads = json.JSONDecoder().decode  # json.loads without its per-call argument checks
-
-
 SkipRule = Callable[[Failure], bool]
-SHARE_FIELDS = (
-    "lsn",
-    "xact_seqno",
-    "xact_index",
-    "article",
-    "op",
-    "before",
-    "after",
-    "changed",
-    "key_before",
-    "key_after",
-    "stream",
-    "round",
-)
 
 
 def slim(rows: Sequence[Row]) -> list[Row]:

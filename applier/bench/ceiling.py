@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from applier.bench.stream import Change, key_bucket
+from applier.config import Config
 from applier.dialects import DIALECTS
 from applier.plan.calls import Call, Planner
-from applier.settings import Config
 from applier.values import to_param
 
 Chunk = tuple[str, list[Any]]  # one round trip: statements joined by ";\n", their values
@@ -89,7 +89,7 @@ def _stream_main(
     results: Any,
     stream: int,
 ) -> None:
-    from applier.apply.connection import connect
+    from applier.targets.connection import connect
 
     try:
         conn = connect(cs, DIALECTS[dialect_name](), lock_timeout_ms)
@@ -156,7 +156,7 @@ def load_rows(cs: str, dialect_name: str, config: Config, rows: Iterable[tuple[s
     """Insert snapshot rows (article, image JSON) in multi-row INSERTs; returns the count."""
     import json
 
-    from applier.apply.connection import connect
+    from applier.targets.connection import connect
 
     dialect = DIALECTS[dialect_name]()
     arts = {a.name: a for a in config.articles}

@@ -6,7 +6,7 @@ and each N (1, 2, 4, 8):
 
 1. the ceiling: the same calls sent by a minimal pyodbc loop (:mod:`applier.bench.ceiling`);
 2. applier end to end (Spark start, generate, install, load, partition, apply, verify)
-   and its apply phase alone (``pipeline.run``'s "apply" phase);
+   and its apply phase alone (the run's "apply" phase, through ``applier.run``);
 3. PostgreSQL's own logical replication applying the same changes (:mod:`applier.bench.native`;
    one apply worker, so one figure per setting).
 
@@ -165,7 +165,7 @@ def run_bench(
     from applier.bench.stream import write as write_stream
     from applier.dialects import DIALECTS
     from applier.targets.embedded import EmbeddedPostgres
-    from applier.targets.odbc import preflight
+    from applier.targets.endpoint import preflight
 
     cfg = bs.config()
     meta: dict[str, Any] = {
@@ -212,7 +212,7 @@ def run_bench(
         runs[sync] = run
         if "ceiling" in only or "applier" in only or "set" in only:
             with EmbeddedPostgres(synchronous_commit=sync == "on") as pg:
-                target = preflight(pg.odbc_connection_string(), f"embedded PostgreSQL (sync {sync})")
+                target = preflight(pg.connection_string(), f"embedded PostgreSQL (sync {sync})")
                 postmaster = _postmaster(target.connection_string)
                 for n in streams:
                     p = PerN()
@@ -267,9 +267,9 @@ def _applier(
     out: Path | None = None,
     set_apply: bool = False,
 ) -> None:
-    """One pipeline run; its apply phase, its wall time, memory peaks and the CPU that each
-    side spent per command during the apply phase (JVM, Python workers, PostgreSQL)."""
-    from applier import pipeline
+    """One run through the public API; its apply phase, its wall time, memory peaks and the CPU
+    that each side spent per command during the apply phase (JVM, Python workers, PostgreSQL)."""
+    import applier
     from applier.bench.memory import MemorySampler, jvm_pid, own_cpu, tree_cpu_seconds
 
     config = bs.config(n, f"bench-{sync}-{n}{'-set' if set_apply else ''}", set_apply)
@@ -297,9 +297,10 @@ def _applier(
 
     with mem:
         t = time.perf_counter()
-        result = pipeline.run(spark, config, target, on_phase=phase, progress=progress)
+        result = applier.run(config, target, spark=spark, on_phase=phase, progress=progress)
         wall = time.perf_counter() - t - checkpoint_s
-    commands = int(result.summary["commands"])
+    (sub,) = result.subscriptions
+    commands = sub.summary.commands
     phases = {
         "spark_start": spark_start,
         **result.phases,
@@ -311,13 +312,13 @@ def _applier(
         p.set_apply = Measure(commands, result.phases["apply"])
         p.set_end_to_end = Measure(commands, spark_start + wall)
         p.set_phases = phases
-        p.set_verdict = result.verdict.verdict
+        p.set_verdict = result.verdict.value
         p.extra["set_memory_mib"] = mem.to_json()
     else:
         p.apply = Measure(commands, result.phases["apply"])
         p.end_to_end = Measure(commands, spark_start + wall)
         p.phases = phases
-        p.verdict = result.verdict.verdict
+        p.verdict = result.verdict.value
         p.memory = mem.to_json()
     if "start" in marks and "end" in marks:
         d = [b - a for a, b in zip(marks["start"], marks["end"], strict=True)]
@@ -326,5 +327,5 @@ def _applier(
             "python_workers": _us(d[1], commands),
             "server": _us(d[2], commands),
         }
-    p.extra[f"{x}stream_stats"] = result.summary.get("stream_stats")
-    p.extra[f"{x}resets"] = result.summary.get("resets")
+    p.extra[f"{x}stream_stats"] = [dict(s) for s in sub.summary.stream_stats]
+    p.extra[f"{x}resets"] = sub.summary.resets

@@ -20,9 +20,9 @@ from typing import Any
 
 from applier.bench.ceiling import load_rows
 from applier.bench.stream import snapshot, transactions
+from applier.config import Config
 from applier.dialects import DIALECTS
 from applier.plan.calls import Planner
-from applier.settings import Config
 
 MARKER = "applier_bench_marker"
 NAME = "applier_bench"
@@ -62,17 +62,17 @@ def run_native(
     say: Callable[[str], None] = lambda _: None,
     source: Path | None = None,
 ) -> NativeResult:
-    from applier.apply.connection import connect
     from applier.apply.install import install
+    from applier.targets.connection import connect
     from applier.targets.embedded import EmbeddedPostgres
-    from applier.targets.odbc import preflight
+    from applier.targets.endpoint import preflight
 
     pub = EmbeddedPostgres(synchronous_commit=synchronous_commit, extra_settings={"wal_level": "logical"})
     sub = EmbeddedPostgres(synchronous_commit=synchronous_commit)
     try:
         pub.start()
         sub.start()
-        targets = [preflight(pg.odbc_connection_string(), "bench") for pg in (pub, sub)]
+        targets = [preflight(pg.connection_string(), "bench") for pg in (pub, sub)]
         dialect = DIALECTS["postgres"]()
         table = dialect.table(config.articles[0])
         tables = ", ".join(dialect.table(a) for a in config.articles)

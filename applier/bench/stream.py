@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from applier.articles import Article
-from applier.settings import Config, RunSettings, Workload, parse_config
-from applier.sources.canonical import CHANGE_FIELDS
+from applier.config import Config, RunSettings, Workload, parse_config
+from applier.records.schema import CHANGE_FIELDS
 from applier.sources.generator import LANES, generate_lane
 
 # The benchmark table: an int key and three non-key columns of common types. Updates change

@@ -1,8 +1,10 @@
 """Dialect base: everything that differs between subscribers goes through one of these.
 
 A dialect owns: identifier quoting (one function), the type mapping, procedure text
-(rendered from templates under ``sql/<dialect>/``), call text, connection set-up, the
-progress table, and error classification (by code, never by English text).
+(rendered from templates under ``sql/<dialect>/``, falling back to ``sql/common/`` where both
+dialects write the same), call text, schema changes, constraints, connection set-up, the
+progress table, and error classification (by code, never by English text). Callers ask a
+dialect for what differs; nothing outside ``dialects/`` looks at a dialect's name.
 Anything a dialect cannot express goes through :meth:`Dialect.unsupported`.
 """
 
@@ -20,8 +22,9 @@ from typing import Any, ClassVar
 
 import jinja2
 
-from applier.articles import Article, SqlType, Syntax
+from applier.articles import Article, Column, SqlType, Syntax
 from applier.errors import UnsupportedError
+from applier.records.events import SqlStatement
 
 OPS = {"I": "insert", "U": "update", "D": "delete"}
 _PREFIX = {"I": "sp_MSins_", "U": "sp_MSupd_", "D": "sp_MSdel_"}
@@ -86,10 +89,20 @@ def bit_of(index1: int) -> tuple[int, int]:
     return (index1 - 1) // 8 + 1, 1 << ((index1 - 1) % 8)
 
 
+def _loader(folder: str) -> jinja2.BaseLoader:
+    root = resources.files("applier.sql") / folder
+
+    def load(name: str) -> str | None:
+        f = root / name
+        return f.read_text(encoding="utf-8") if f.is_file() else None
+
+    return jinja2.FunctionLoader(load)
+
+
 @cache
 def _env(dialect: str) -> jinja2.Environment:
-    root = resources.files("applier.sql") / dialect
-    loader = jinja2.FunctionLoader(lambda name: (root / name).read_text(encoding="utf-8"))
+    # The dialect's own template first, else the one both dialects share (sql/common/).
+    loader = jinja2.ChoiceLoader([_loader(dialect), _loader("common")])
     return jinja2.Environment(
         loader=loader,
         undefined=jinja2.StrictUndefined,
@@ -105,14 +118,19 @@ class Dialect:
 
     name: ClassVar[str] = "base"
     template_dir: ClassVar[str] = ""
-    HAS_IDENTITY: ClassVar[bool] = True
-    SUPPORTS_NAMED_PARAMS: ClassVar[bool] = False
     MAX_PARAMS_PER_BATCH: ClassVar[int] = 30000
     TYPE_MAP: ClassVar[dict[str, str]] = {}
     ODBC_OPTIONS: ClassVar[str] = ""
     # The error codes classify() gives a class to (SQLSTATEs or native numbers, as text): what an
     # error policy's skip list may name for this dialect.
     KNOWN_CODES: ClassVar[frozenset[str]] = frozenset()
+    # Lower-case pieces of ODBC driver names that reach this dialect's databases.
+    ODBC_DRIVER_HINTS: ClassVar[tuple[str, ...]] = ()
+    # `applier lint`: what a procedure body tests after its statement (a zero-row test), what
+    # raises, and the advice for a procedure missing them.
+    ZERO_ROW_TEST: ClassVar[re.Pattern[str]] = re.compile(r"(?!)")
+    RAISE_TEST: ClassVar[re.Pattern[str]] = re.compile(r"(?!)")
+    ZERO_ROW_ADVICE: ClassVar[str] = ""
 
     # -- identifiers -----------------------------------------------------------------
     def quote(self, ident: str) -> str:
@@ -333,26 +351,136 @@ class Dialect:
     def call_sql(self, article: Article, op: str) -> str:
         raise NotImplementedError
 
-    # -- connections and bookkeeping -------------------------------------------------
+    # -- connections ------------------------------------------------------------------
     def session_setup(self, lock_timeout_ms: int) -> list[str]:
         return []
 
+    # -- the progress table (applier.targets.progress) ----------------------------------
+    PROGRESS_SCHEMA: ClassVar[str] = "applier"
+
+    def progress_table(self) -> str:
+        return self.qualified(self.PROGRESS_SCHEMA, "progress")
+
+    def _progress(self, template: str) -> str:
+        return self.render(template, table=self.progress_table()).strip()
+
     def progress_ddl(self) -> list[str]:
-        raise NotImplementedError
+        """Create the progress table (and the objects generated statements rely on)."""
+        return [
+            self.create_schema_sql(self.PROGRESS_SCHEMA),
+            self._progress("progress_create.sql.j2"),
+            *self.support_sql(),
+        ]
 
     def progress_upsert_sql(self) -> str:
         """Parameters: subscription, stream, last_lsn, last_round."""
-        raise NotImplementedError
+        return self._progress("progress_upsert.sql.j2")
 
     def progress_select_sql(self) -> str:
         """Parameter: subscription. Rows: stream, last_lsn, last_round."""
-        return (
-            f"SELECT {self.quote('stream')}, {self.quote('last_lsn')}, {self.quote('last_round')} "
-            f"FROM {self.progress_table()} WHERE {self.quote('subscription')} = ?"
-        )
+        return self._progress("progress_select.sql.j2")
 
-    def progress_table(self) -> str:
-        return self.qualified("applier", "progress")
+    def progress_clear_sql(self) -> str:
+        """Parameter: subscription."""
+        return self._progress("progress_clear.sql.j2")
+
+    def progress_max_round_sql(self) -> str:
+        """Parameter: subscription. One value: the last round committed, NULL for none."""
+        return self._progress("progress_max_round.sql.j2")
+
+    # -- schema changes, constraints, statements (seed 001, seed 004) ------------------
+    def add_column_sql(self, article: Article, col: Column) -> str:
+        return self.render(
+            "add_column.sql.j2",
+            table=self.table(article),
+            col=self.quote(col.name),
+            type=self.type_sql(col.type),
+        ).strip()
+
+    def drop_column_sql(self, article: Article, name: str) -> str:
+        return self.render("drop_column.sql.j2", table=self.table(article), col=self.quote(name)).strip()
+
+    def alter_type_sql(self, article: Article, col: Column) -> str:
+        """Change a column's type; the stored values are converted by the subscriber's cast."""
+        return self.render(
+            "alter_column_type.sql.j2",
+            table=self.table(article),
+            col=self.quote(col.name),
+            type=self.type_sql(col.type),
+            nullable=col.nullable and col.name not in article.key,
+        ).strip()
+
+    def alter_sql(self, old: Article, new: Article) -> list[str]:
+        """The statements that take the subscriber's table from shape ``old`` to ``new``."""
+        before = {c.name: c for c in old.replicated}
+        after = {c.name: c for c in new.replicated}
+        out = [self.drop_column_sql(old, n) for n in before if n not in after]
+        out += [
+            self.alter_type_sql(new, c) for n, c in after.items() if n in before and before[n].type != c.type
+        ]
+        out += [self.add_column_sql(new, c) for n, c in after.items() if n not in before]
+        return out
+
+    def drop_procedure_sql(self, article: Article, op: str) -> str:
+        """Drop the default procedure of op (its parameter list changes with the columns)."""
+        return self.render("drop_procedure.sql.j2", proc=self.proc_ref(article, op)).strip()
+
+    def rs_sqldml_sql(self, article: Article, stmt: SqlStatement) -> str:
+        """rs_sqldml as one statement against the subscriber's table (the publisher's clauses)."""
+        return self.render("rs_sqldml.sql.j2", table=self.table(article), s=stmt).strip()
+
+    def call_procedure_sql(self, name: str, n_params: int) -> str:
+        """Call an applied procedure by its replicated name (``schema.proc`` or ``proc``) with
+        ``n_params`` bound parameters."""
+        schema, _, proc = name.rpartition(".")
+        marks = ", ".join("?" for _ in range(n_params))
+        return self.render(
+            "call_procedure.sql.j2", proc=self.qualified(schema or None, proc), marks=marks
+        ).strip()
+
+    def constraint_sql(self, articles: Sequence[Article]) -> list[str]:
+        """Unique and foreign keys the subscriber has besides the primary key (run after the
+        snapshot load: a snapshot may arrive in any order). A reference to an article this
+        subscriber does not hold is left out."""
+        by_name = {a.name: a for a in articles}
+        out = []
+        for a in articles:
+            for i, cols in enumerate(a.unique):
+                out.append(
+                    self.render(
+                        "add_unique.sql.j2",
+                        table=self.table(a),
+                        name=self.quote(f"uq_{a.table}_{i}"),
+                        cols=[self.quote(c) for c in cols],
+                    ).strip()
+                )
+            for i, (cols, parent, pcols) in enumerate(a.references):
+                p = by_name.get(parent)
+                if p is None:
+                    continue
+                out.append(
+                    self.render(
+                        "add_foreign_key.sql.j2",
+                        table=self.table(a),
+                        name=self.quote(f"fk_{a.table}_{i}"),
+                        cols=[self.quote(c) for c in cols],
+                        parent=self.table(p),
+                        parent_cols=[self.quote(c) for c in pcols],
+                    ).strip()
+                )
+        return out
+
+    # -- scripts (applier procs) ------------------------------------------------------
+    SCRIPT_SEPARATOR: ClassVar[str] = "\n"  # between the statements of a script file
+    STATEMENT_END: ClassVar[str] = ";"  # after each statement of a script file
+
+    def script(self, parts: Sequence[str]) -> str:
+        """Statements (and comments) as one script file a DBA runs with the usual client."""
+        sep = self.SCRIPT_SEPARATOR
+        return (
+            sep.join(p if p.lstrip().startswith("--") else p.rstrip() + self.STATEMENT_END for p in parts)
+            + sep
+        )
 
     def select_rows_sql(self, article: Article, slices: int = 1) -> str:
         """Every row of the article; with slices > 1, the rows of one slice of a hash of the

@@ -16,6 +16,7 @@ parameters substituted by the driver) and ``BoolsAsChar=0`` (booleans come back 
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 from applier.articles import Article, SqlType
@@ -39,6 +40,14 @@ class PostgresDialect(Dialect):
     name: ClassVar[str] = "postgres"
     template_dir: ClassVar[str] = "postgres"
     KNOWN_CODES: ClassVar[frozenset[str]] = frozenset(_BY_SQLSTATE)
+    ODBC_DRIVER_HINTS: ClassVar[tuple[str, ...]] = ("postgres", "psqlodbc")
+    ZERO_ROW_TEST: ClassVar[re.Pattern[str]] = re.compile(
+        r"\bnot\s+found\b|\bif\s+found\b|\bget\s+diagnostics\b[^;]*\brow_count\b", re.I
+    )
+    RAISE_TEST: ClassVar[re.Pattern[str]] = re.compile(
+        r"\braise\s+(?:exception|sqlstate|using)\b|\braise\s+'", re.I
+    )
+    ZERO_ROW_ADVICE: ClassVar[str] = "IF NOT FOUND"
     MAX_PARAMS_PER_BATCH: ClassVar[int] = 20000
     SET_APPLY: ClassVar[bool] = True
     ODBC_OPTIONS: ClassVar[str] = "Protocol=7.4-1;UseServerSidePrepare=0;BoolsAsChar=0;"
@@ -138,16 +147,6 @@ class PostgresDialect(Dialect):
     def session_setup(self, lock_timeout_ms: int) -> list[str]:
         return [f"SET lock_timeout = {int(lock_timeout_ms)}"]
 
-    def progress_ddl(self) -> list[str]:
-        return [
-            "CREATE SCHEMA IF NOT EXISTS applier",
-            "CREATE TABLE IF NOT EXISTS applier.progress ("
-            " subscription text NOT NULL, stream integer NOT NULL,"
-            " last_lsn bigint NOT NULL, last_round integer NOT NULL,"
-            " PRIMARY KEY (subscription, stream))",
-            *self.support_sql(),
-        ]
-
     def procedure_exists_sql(self) -> str:
         return (
             "SELECT count(*) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n "
@@ -156,14 +155,6 @@ class PostgresDialect(Dialect):
 
     def support_sql(self) -> list[str]:
         return [self.render("require_rows.sql.j2").strip()]
-
-    def progress_upsert_sql(self) -> str:
-        return (
-            "INSERT INTO applier.progress (subscription, stream, last_lsn, last_round) "
-            "VALUES (?, ?, ?, ?) ON CONFLICT (subscription, stream) DO UPDATE SET "
-            "last_lsn = GREATEST(applier.progress.last_lsn, EXCLUDED.last_lsn), "
-            "last_round = EXCLUDED.last_round"
-        )
 
     def drop_table_sql(self, article: Article) -> list[str]:
         return [f"DROP TABLE IF EXISTS {self.table(article)} CASCADE"]

@@ -85,7 +85,15 @@ _MAX_ALLOWED = {"varchar", "nvarchar", "varbinary"}
 class TsqlDialect(Dialect):
     name: ClassVar[str] = "tsql"
     template_dir: ClassVar[str] = "tsql"
+    SCRIPT_SEPARATOR: ClassVar[str] = "\ngo\n"  # sqlcmd and SSMS run a script batch by batch
+    STATEMENT_END: ClassVar[str] = ""
     KNOWN_CODES: ClassVar[frozenset[str]] = frozenset(str(n) for n in _BY_NATIVE)
+    ODBC_DRIVER_HINTS: ClassVar[tuple[str, ...]] = ("sql server", "freetds", "tdsodbc", "msodbcsql")
+    ZERO_ROW_TEST: ClassVar[re.Pattern[str]] = re.compile(r"@@rowcount|\browcount_big\s*\(", re.I)
+    RAISE_TEST: ClassVar[re.Pattern[str]] = re.compile(
+        r"\braiserror\b|\bthrow\b|\bsp_msreplraiserror\b", re.I
+    )
+    ZERO_ROW_ADVICE: ClassVar[str] = "@@ROWCOUNT = 0"
     # SQL Server takes at most 2100 parameters per request; leave room for the statement's own.
     MAX_PARAMS_PER_BATCH: ClassVar[int] = 2000
     # SQL Server's own names: a subscriber column has the publisher's type. timestamp and
@@ -184,7 +192,7 @@ class TsqlDialect(Dialect):
         if not (resources.files("applier.sql") / self.template_dir / template).is_file():
             raise self.unsupported(f"{OPS[op]} procedures with {d.syntax.value} syntax are not generated yet")
         create = self.render(template, **self.template_context(article, op))
-        return f"{self.drop_procedure_sql(article, op)}\ngo\n{create}"
+        return f"{self._drop_if_exists_sql(article, op)}\ngo\n{create}"
 
     def statement_context(self, ctx: dict[str, Any]) -> dict[str, Any]:
         """sp_executesql's parameter list and markers: the changed columns, then the key."""
@@ -198,7 +206,8 @@ class TsqlDialect(Dialect):
             "WHERE s.name = ? AND p.name = ?"
         )
 
-    def drop_procedure_sql(self, article: Article, op: str) -> str:
+    def _drop_if_exists_sql(self, article: Article, op: str) -> str:
+        """The drop that opens an install script, as SQL Server's own scripts write it."""
         ref = self.proc_ref(article, op)
         return f"if object_id({self.literal(ref)}, N'P') is not null drop procedure {ref}"
 
@@ -265,32 +274,6 @@ class TsqlDialect(Dialect):
         # CREATE SCHEMA must be alone in its batch: run it through EXEC.
         inner = f"CREATE SCHEMA {self.quote(schema)}"
         return f"IF SCHEMA_ID({self.literal(schema)}) IS NULL EXEC({self.literal(inner)})"
-
-    def progress_ddl(self) -> list[str]:
-        return [
-            self.create_schema_sql("applier"),
-            "IF OBJECT_ID(N'[applier].[progress]', N'U') IS NULL "
-            "CREATE TABLE [applier].[progress] ("
-            " [subscription] nvarchar(256) NOT NULL, [stream] int NOT NULL,"
-            " [last_lsn] bigint NOT NULL, [last_round] int NOT NULL,"
-            " CONSTRAINT [PK_applier_progress] PRIMARY KEY ([subscription], [stream]))",
-        ]
-
-    def progress_upsert_sql(self) -> str:
-        # UPDATE, then INSERT when no row was there (no MERGE: its upsert races need HOLDLOCK
-        # and it has a history of bugs). Each stream writes only its own (subscription,
-        # stream) row, so two sessions never insert the same key. The markers are bound once,
-        # in the order subscription, stream, last_lsn, last_round.
-        return (
-            "DECLARE @subscription nvarchar(256) = ?, @stream int = ?, @last_lsn bigint = ?, @last_round int = ?; "
-            "UPDATE [applier].[progress] SET "
-            "[last_lsn] = CASE WHEN [last_lsn] > @last_lsn THEN [last_lsn] ELSE @last_lsn END, "
-            "[last_round] = @last_round "
-            "WHERE [subscription] = @subscription AND [stream] = @stream; "
-            "IF @@ROWCOUNT = 0 "
-            "INSERT INTO [applier].[progress] ([subscription], [stream], [last_lsn], [last_round]) "
-            "VALUES (@subscription, @stream, @last_lsn, @last_round);"
-        )
 
     def drop_table_sql(self, article: Article) -> list[str]:
         table = self.table(article)

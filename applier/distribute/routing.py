@@ -31,10 +31,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from applier.articles import Article, Column
+from applier.config import ArticleSubscription, Subscription
 from applier.errors import ConfigError
-from applier.settings import ArticleSubscription, Subscription
-from applier.sources.canonical import ARROW_CHANGE, CHANGE_FIELDS, CHANGE_SCHEMA
-from applier.sources.events import Schemas, convert_value
+from applier.records.events import Schemas, convert_value
+from applier.records.schema import ARROW_CHANGE, CHANGE_FIELDS, CHANGE_SCHEMA
 from applier.values import dumps_image
 
 ROUTED_SCHEMA = CHANGE_SCHEMA + ", statement long, source_op string"

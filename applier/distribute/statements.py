@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from applier.sources.events import SqlStatement
+from applier.records.events import SqlStatement
 
 ROWS, STATEMENT = "rows", "statement"
 

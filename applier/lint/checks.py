@@ -71,15 +71,6 @@ _CREATE_RE = re.compile(
 )
 _PART_RE = re.compile(r"\[((?:[^\]]|\]\])*)\]|\"((?:[^\"]|\"\")*)\"|([\w$#@]+)")
 
-ROWCOUNT_TESTS = {
-    "tsql": re.compile(r"@@rowcount|\browcount_big\s*\(", re.I),
-    "postgres": re.compile(r"\bnot\s+found\b|\bif\s+found\b|\bget\s+diagnostics\b[^;]*\brow_count\b", re.I),
-}
-RAISES = {
-    "tsql": re.compile(r"\braiserror\b|\bthrow\b|\bsp_msreplraiserror\b", re.I),
-    "postgres": re.compile(r"\braise\s+(?:exception|sqlstate|using)\b|\braise\s+'", re.I),
-}
-
 
 def strip_comments(text: str) -> str:
     """Comments out (string literals are kept whole only approximately: a heuristic)."""
@@ -116,9 +107,10 @@ def procedure_texts(text: str) -> list[tuple[tuple[str, ...], str]]:
     return out
 
 
-def has_zero_row_check(dialect: str, body: str) -> bool:
+def has_zero_row_check(dialect: Dialect, body: str) -> bool:
+    """Whether a procedure body tests for zero rows and raises (the dialect's own words)."""
     body = strip_comments(body)
-    return bool(ROWCOUNT_TESTS[dialect].search(body) and RAISES[dialect].search(body))
+    return bool(dialect.ZERO_ROW_TEST.search(body) and dialect.RAISE_TEST.search(body))
 
 
 def text_findings(articles: Sequence[Article], dialect: Dialect, files: Iterable[Path]) -> list[Finding]:
@@ -136,8 +128,8 @@ def text_findings(articles: Sequence[Article], dialect: Dialect, files: Iterable
                 )
             )
             continue
-        if not has_zero_row_check(dialect.name, bodies[-1]):
-            test = "@@ROWCOUNT = 0" if dialect.name == "tsql" else "IF NOT FOUND"
+        if not has_zero_row_check(dialect, bodies[-1]):
+            test = dialect.ZERO_ROW_ADVICE
             out.append(
                 Finding(
                     WARNING,
@@ -197,7 +189,7 @@ def probe(
     """Call each custom update/delete procedure with an absent key, in a rolled-back transaction."""
     import pyodbc
 
-    from applier.apply.connection import connect
+    from applier.targets.connection import connect
 
     scripts = [(p, read_sql(p)) for p in files]
     out = []

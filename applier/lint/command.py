@@ -11,9 +11,9 @@ from typing import Any
 
 
 def cmd_lint(a: argparse.Namespace) -> int:
+    from applier.config import demo_config, load_config
     from applier.dialects import DIALECTS
     from applier.lint.checks import ERROR, custom_procedures, probe, text_findings
-    from applier.settings import demo_config, load_config
 
     config = load_config(a.config) if a.config else demo_config()
     files = [Path(p) for p in a.custom_sql or []]
@@ -25,11 +25,12 @@ def cmd_lint(a: argparse.Namespace) -> int:
     if a.no_probe:
         findings = text_findings(config.articles, DIALECTS[a.dialect](), files)
     else:
-        from applier.targets import open_target
+        from applier.targets import Target
 
-        with open_target(a.target, announce=False) as target:
-            findings = text_findings(config.articles, target.dialect, files)
-            findings += probe(target.connection_string, target.dialect, config.articles, files)
+        with Target.parse(a.target) as target:
+            endpoint = target.endpoint()
+            findings = text_findings(config.articles, endpoint.dialect, files)
+            findings += probe(endpoint.connection_string, endpoint.dialect, config.articles, files)
     for f in findings:
         print(f)
     if not findings:

@@ -10,8 +10,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from applier.settings import Config, ErrorPolicy, Workload
-from applier.targets.odbc import Target
+from applier.api import Endpoint, Target
+from applier.config import Config, ErrorPolicy, Workload
 
 # The agent keeps a round uncommitted until its barrier, so a writeset dependency inside a
 # round could never be seen committed: writeset runs with the independent model only.
@@ -55,18 +55,19 @@ def row_of(cell: Cell, report: dict[str, Any] | None, why: str | None = None) ->
 
 
 def run_matrix(
-    spark: SparkSession,
     base: Config,
-    target: Target,
+    target: Target | Endpoint,
     grid: Sequence[Cell],
     *,
     streams: int,
     transactions: int,
     seed: int,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    spark: SparkSession | None = None,
 ) -> list[dict[str, Any]]:
-    from applier import pipeline
-    from applier.report.console import report_dict
+    """Every cell as one run through the public API, one subscription name each."""
+    import applier
+    from applier.report.json import subscription_report
 
     rows = []
     for i, cell in enumerate(grid):
@@ -85,8 +86,8 @@ def run_matrix(
                     error_policy=ErrorPolicy.parse(cell.policy),
                 ),
             )
-            result = pipeline.run(spark, cfg, target)
-            row = row_of(cell, report_dict(result, cfg, target.description))
+            result = applier.run(cfg, target, spark=spark)
+            row = row_of(cell, subscription_report(result.subscriptions[0], result.settings))
         rows.append(row)
         if on_row:
             on_row(row)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from applier.settings import HAZARD_WORKLOADS, PARTITIONS
+from applier.config import HAZARD_WORKLOADS, PARTITIONS
 
 
 def _csv(text: str) -> list[str]:
@@ -50,11 +50,10 @@ def cmd_matrix(a: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    import applier
+    from applier.config import MODELS, WORKLOADS, ErrorPolicy, RunSettings, demo_config
     from applier.errors import ConfigError
     from applier.matrix import cells, run_matrix
-    from applier.settings import MODELS, WORKLOADS, ErrorPolicy, RunSettings, demo_config
-    from applier.sparkenv import spark_session
-    from applier.targets import open_target
 
     for name, given, known in (
         ("workload", a.workloads, WORKLOADS),
@@ -70,8 +69,7 @@ def cmd_matrix(a: argparse.Namespace) -> int:
     base = demo_config()
     base = base.replace(run=dataclasses.replace(RunSettings(), lock_timeout_ms=a.lock_timeout_ms))
     grid = cells(a.workloads, a.partitions, a.models, a.policies)
-    with open_target(a.target) as target:
-        spark = spark_session(a.streams)
+    with applier.Target.parse(a.target) as target:
         console.print(f"matrix: {len(grid)} cells on {target.description}, {a.streams} streams")
 
         def show(row: dict[str, Any]) -> None:
@@ -81,7 +79,6 @@ def cmd_matrix(a: argparse.Namespace) -> int:
             )
 
         rows = run_matrix(
-            spark,
             base,
             target,
             grid,
@@ -129,4 +126,5 @@ def cmd_matrix(a: argparse.Namespace) -> int:
             json.dumps({"rows": rows, "streams": a.streams, "transactions": a.transactions}, indent=2) + "\n"
         )
         console.print(f"report: {a.report}")
-    return 1 if any(r["verdict"] == "unknown" for r in rows) else 0
+    # Diverged cells are what the matrix is for; a cell that could not decide fails it.
+    return 1 if any(r["verdict"] == applier.Verdict.UNKNOWN.value for r in rows) else 0

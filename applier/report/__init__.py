@@ -1,0 +1,1 @@
+"""Report: what a run returns, for people (``console``) and for files (``json``)."""

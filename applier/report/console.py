@@ -1,62 +1,40 @@
-"""Console summary (rich) and the JSON report of a run."""
+"""Console summary of a run (rich): per subscriber, the table, the resets, the blame."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from applier.pipeline import RunResult
-from applier.settings import Config
+from applier.report.json import subscription_report
+from applier.results import RunResult
 
 _STYLE = {"converged": "bold green", "diverged": "bold red", "unknown": "bold yellow"}
 
 
-def report_dict(result: RunResult, config: Config, target: str) -> dict[str, Any]:
-    s = result.summary
-    v = result.verdict
-    return {
-        "verdict": v.verdict,
-        "reason": v.reason or result.failed,
-        "commands": s["commands"],
-        "transactions": s["transactions"],
-        "rounds": s["rounds"],
-        "rounds_parallel": s["rounds_parallel"],
-        "resets": s["resets"],
-        "reset_log": s["reset_log"],
-        "conflicts": s["conflicts"],
-        "outcomes": s["outcomes"],
-        "skipped": s["skipped"],
-        "deferred": s.get("deferred", 0),
-        "skips": v.skips,
-        "divergent_rows": v.divergent_rows,
-        "divergence": v.counts,
-        "divergent": v.divergent,
-        "rows_expected": v.rows_expected,
-        "rows_found": v.rows_found,
-        "throughput_cmds_per_s": s["throughput_cmds_per_s"],
-        "apply_seconds": s["apply_seconds"],
-        "phases_seconds": {k: round(x, 3) for k, x in result.phases.items()},
-        "streams": s["stream_stats"],
-        "source": s.get("source"),
-        "snapshot_rows": s.get("snapshot_rows"),
-        "target": target,
-        "settings": config.to_dict(),
-        "exit_code": result.exit_code,
-    }
+def print_run(result: RunResult, console: Console | None = None, show: int = 5) -> None:
+    """Every subscriber's summary; for [[subscriptions]] with what distribute did first."""
+    c = console or Console()
+    for sub in result.subscriptions:
+        if not result.implicit:
+            c.print(f"[bold]subscription {sub.name}[/] routing {dict(sub.routing) or 'nothing'}")
+            for st in sub.statements:
+                c.print(
+                    f"  rs_sqldml lsn {st['lsn']} {st['operator']} {st['category']} {st['rs_rowcount']} rows: "
+                    f"{st['sent_as']}{' (fallback)' if st['fallback'] else ''} - {st['reason']}"
+                )
+            for pr in sub.procedures:
+                c.print(f"  applied procedure lsn {pr['lsn']} {pr['procedure']}: sent as {pr['sent_as']}")
+            for ch in sub.schema_changes:
+                c.print(
+                    f"  schema change lsn {ch['lsn']} {ch['article']} -> version {ch['version']}: {ch['change']}"
+                )
+        print_summary(subscription_report(sub, result.settings), c, show)
 
 
-def write_json(report: dict[str, Any], path: str | Path) -> Path:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    return p
-
-
-def print_summary(report: dict[str, Any], console: Console | None = None, show: int = 5) -> None:
+def print_summary(report: Mapping[str, Any], console: Console | None = None, show: int = 5) -> None:
     c = console or Console()
     for line in report["reset_log"][:10]:
         c.print(f"[yellow]{line}[/]", soft_wrap=True)

@@ -1,65 +1,20 @@
-"""The canonical change record (DESIGN.md) and its validation.
+"""Validation of canonical change records (:mod:`applier.records.schema`).
 
-One row per command. Images are JSON text of {column: canonical value} (applier.values);
-``key_before`` / ``key_after`` are the key as JSON arrays. ``validate_record`` turns one
-record from any reader into a canonical row or raises InputError naming the place.
+``validate_record`` turns one record from any reader into a canonical row or raises
+InputError naming the place (file, line, lsn, column).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-import pyarrow as pa
+from typing import Any
 
 from applier.articles import Article
 from applier.errors import InputError
+from applier.records.events import AppliedProcedure, SchemaChange, Schemas, SqlStatement
+from applier.records.schema import EVENT_OPS, ROW_OPS
 from applier.values import ValueError_, dumps_image, key_text, validate_encoded
-
-if TYPE_CHECKING:
-    from applier.sources.events import Schemas
-
-CHANGE_FIELDS = (
-    "lsn",
-    "xact_seqno",
-    "command_id",
-    "article",
-    "op",
-    "schema_version",
-    "before",
-    "after",
-    "changed",
-    "key_before",
-    "key_after",
-)
-CHANGE_SCHEMA = (
-    "lsn long, xact_seqno long, command_id int, article string, op string, schema_version int, "
-    "before string, after string, changed array<string>, key_before string, key_after string"
-)
-ARROW_CHANGE = pa.schema(
-    [
-        ("lsn", pa.int64()),
-        ("xact_seqno", pa.int64()),
-        ("command_id", pa.int32()),
-        ("article", pa.string()),
-        ("op", pa.string()),
-        ("schema_version", pa.int32()),
-        ("before", pa.string()),
-        ("after", pa.string()),
-        ("changed", pa.list_(pa.string())),
-        ("key_before", pa.string()),
-        ("key_after", pa.string()),
-    ]
-)
-SNAPSHOT_SCHEMA = "article string, key string, image string"
-ROW_OPS = ("I", "U", "D")
-EVENT_OPS = ("DDL", "SQL", "PROC")  # schema change, SQL statement, applied procedure (sources.events)
-LSN_SHIFT = 20  # lsn = xact_seqno << 20 | command_id for generated streams
-
-
-def make_lsn(xact_seqno: int, command_id: int) -> int:
-    return (xact_seqno << LSN_SHIFT) | command_id
 
 
 def _image(article: Article, raw: Any, where: str, *, full: bool) -> dict[str, Any]:
@@ -90,8 +45,6 @@ def _image(article: Article, raw: Any, where: str, *, full: bool) -> dict[str, A
 
 def _event_record(rec: Mapping[str, Any], op: str, name: str, lsn: int, where: str) -> tuple[str, str]:
     """A DDL or SQL event -> (payload JSON, article) after validating the payload."""
-    from applier.sources.events import AppliedProcedure, SchemaChange, SqlStatement
-
     raw = rec.get({"DDL": "ddl", "SQL": "sqldml", "PROC": "procedure"}[op])
     if raw is None:
         raw = rec.get("after")

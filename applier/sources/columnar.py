@@ -29,8 +29,8 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from applier.articles import Article, Column
-from applier.settings import Workload
-from applier.sources.canonical import LSN_SHIFT
+from applier.config import Workload
+from applier.records.schema import LSN_SHIFT
 from applier.sources.generator import BASE_DATE, TEXT_ALPHABET
 
 NATIVE_KINDS = ("int", "bool", "decimal", "str", "date")

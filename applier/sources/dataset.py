@@ -20,17 +20,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from applier.articles import Article
+from applier.config import Config
 from applier.errors import InputError
-from applier.settings import Config
-from applier.sources.canonical import (
-    ARROW_CHANGE,
-    CHANGE_FIELDS,
-    CHANGE_SCHEMA,
-    SNAPSHOT_SCHEMA,
-    validate_record,
-    validate_snapshot_row,
-)
-from applier.sources.events import SchemaChange, Schemas
+from applier.records.events import SchemaChange, Schemas
+from applier.records.schema import ARROW_CHANGE, CHANGE_FIELDS, CHANGE_SCHEMA, SNAPSHOT_SCHEMA
+from applier.sources.canonical import validate_record, validate_snapshot_row
 from applier.sources.generator import LANES, generate_lane
 
 _GEN_SCHEMA = "kind string, " + CHANGE_SCHEMA

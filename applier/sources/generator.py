@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from applier.articles import Article, Column
+from applier.config import Workload
 from applier.errors import ConfigError
-from applier.settings import Workload
-from applier.sources.canonical import make_lsn
+from applier.records.schema import make_lsn
 from applier.values import dumps_image, encode, key_text
 
 LANES = 16

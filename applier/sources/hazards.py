@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from applier.articles import Article
-from applier.settings import Config, Workload, parse_article_dicts
-from applier.sources.canonical import make_lsn
+from applier.config import Config, Workload, parse_article_dicts
+from applier.records.schema import make_lsn
 from applier.values import dumps_image, key_text
 
 LANES = 16

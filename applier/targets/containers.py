@@ -16,12 +16,11 @@ import configparser
 import contextlib
 import os
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from applier.errors import TargetError
+from applier.targets.base import Target
 
 SQLSERVER_IMAGE = "mcr.microsoft.com/mssql/server:2022-latest"
 POSTGRES_IMAGE = "postgres:15"
@@ -30,13 +29,6 @@ DATABASE = "applier"
 _SA_PASSWORD = os.environ.get("APPLIER_MSSQL_PASSWORD", "Applier#2022pw")
 _PG_PASSWORD = os.environ.get("APPLIER_PG_PASSWORD", "applier")
 
-_KINDS = {
-    "sqlserver": "tsql",
-    "mssql": "tsql",
-    "tsql": "tsql",
-    "postgres": "postgres",
-    "postgresql": "postgres",
-}
 _MICROSOFT_RE = re.compile(r"^ODBC Driver (\d+) for SQL Server$")
 
 
@@ -88,7 +80,7 @@ def sqlserver_odbc_driver() -> str | None:
         import pyodbc
     except ImportError:
         return None
-    from applier.targets.odbc import ensure_odbc_env
+    from applier.targets.connstr import ensure_odbc_env
 
     ensure_odbc_env()  # the same driver registry the connections will use
     names: list[str] = [str(n) for n in pyodbc.drivers() if not _library_missing(str(n))]
@@ -118,32 +110,6 @@ def sqlserver_connection_string(
     return f"{base}Server={host},{port};Encrypt=no;TrustServerCertificate=yes;"
 
 
-@dataclass
-class ContainerTarget:
-    """A started container: how to reach it over ODBC, and the dialect it speaks."""
-
-    kind: str
-    dialect_name: str
-    host: str
-    port: int
-    user: str
-    password: str
-    database: str
-    driver: str
-    container: Any = None
-
-    def odbc_connection_string(self, database: str | None = None) -> str:
-        db = database or self.database
-        if self.dialect_name == "tsql":
-            return sqlserver_connection_string(
-                self.driver, self.host, self.port, db, self.user, self.password
-            )
-        return (
-            f"Driver={{{self.driver}}};Server={self.host};Port={self.port};Database={_braced(db)};"
-            f"Uid={_braced(self.user)};Pwd={_braced(self.password)};"
-        )
-
-
 def _require_docker() -> None:
     ok, reason = docker_available()
     if not ok:
@@ -162,83 +128,136 @@ def _testcontainers(module: str) -> Any:
             ) from None
 
 
-def _start_sqlserver() -> ContainerTarget:
-    driver = sqlserver_odbc_driver()
-    if driver is None:
-        raise TargetError(
-            "no SQL Server ODBC driver installed (looked for 'ODBC Driver 18/17 for SQL Server' "
-            "and FreeTDS in pyodbc.drivers()); install msodbcsql18 or tdsodbc"
-        )
-    mod = _testcontainers("mssql")
-    c = mod.SqlServerContainer(SQLSERVER_IMAGE, password=_SA_PASSWORD, dbname="master")
-    c.start()  # waits until sqlcmd inside the container answers
-    try:
+class _Container(Target):
+    """A throwaway container applier starts (testcontainers) and removes; subclasses say how
+    to start it, create a database in it and write its connection string."""
+
+    kind = "container"
+
+    def __init__(self) -> None:
+        self.container: Any = None
+        self.host = ""
+        self.port = 0
+
+    @property
+    def started(self) -> bool:
+        return self.container is not None
+
+    @property
+    def description(self) -> str:
+        return f"{self.kind} container" + (f" on {self.host}:{self.port}" if self.started else "")
+
+    def start(self) -> _Container:
+        if self.started:
+            return self
+        _require_docker()
+        try:
+            self._start()
+        except TargetError:
+            raise
+        except Exception as e:
+            raise TargetError(f"starting the {self.kind} container failed: {_one_line(e)}") from None
+        return self
+
+    def stop(self) -> None:
+        c, self.container = self.container, None
+        if c is not None:
+            with contextlib.suppress(Exception):
+                c.stop()
+
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def _exec_sql(self, sql: str) -> None:
+        """Run one statement with the container's own client (for CREATE DATABASE)."""
+        raise NotImplementedError
+
+    def create_database(self, name: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", name):
+            raise TargetError(f"database name {name!r}: letters, digits and _ only, at most 63")
+        self._exec_sql(self.create_database_sql(name))
+        return self.connection_string(name)
+
+    def create_database_sql(self, name: str) -> str:
+        raise NotImplementedError
+
+
+class SqlServerContainer(_Container):
+    """SQL Server 2022, reached with Microsoft's ODBC driver or FreeTDS (whichever is installed)."""
+
+    kind = "mssql"
+    user = "sa"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.driver = ""
+        self.password = _SA_PASSWORD
+
+    def _start(self) -> None:
+        driver = sqlserver_odbc_driver()
+        if driver is None:
+            raise TargetError(
+                "no SQL Server ODBC driver installed (looked for 'ODBC Driver 18/17 for SQL Server' "
+                "and FreeTDS in pyodbc.drivers()); install msodbcsql18 or tdsodbc"
+            )
+        mod = _testcontainers("mssql")
+        c = mod.SqlServerContainer(SQLSERVER_IMAGE, password=self.password, dbname="master")
+        c.start()  # waits until sqlcmd inside the container answers
+        self.container, self.driver = c, driver
+        try:
+            self.host, self.port = c.get_container_host_ip(), int(c.get_exposed_port(1433))
+            self._exec_sql(self.create_database_sql(DATABASE))
+        except BaseException:
+            self.stop()
+            raise
+
+    def create_database_sql(self, name: str) -> str:
+        return f"IF DB_ID(N'{name}') IS NULL CREATE DATABASE [{name}]"
+
+    def _exec_sql(self, sql: str) -> None:
         # The sqlcmd of the image (mssql-tools18 in 2022 images; -C trusts its certificate).
-        res = c.exec(
-            [
-                "bash",
-                "-c",
-                '/opt/mssql-tools*/bin/sqlcmd -C -b -U sa -P "$SA_PASSWORD" -Q '
-                f"\"IF DB_ID(N'{DATABASE}') IS NULL CREATE DATABASE [{DATABASE}]\"",
-            ]
+        res = self.container.exec(
+            ["bash", "-c", f'/opt/mssql-tools*/bin/sqlcmd -C -b -U sa -P "$SA_PASSWORD" -Q "{sql}"']
         )
         if res.exit_code != 0:
             out = res.output.decode(errors="replace") if isinstance(res.output, bytes) else str(res.output)
-            raise TargetError(
-                f"creating database {DATABASE} in the SQL Server container failed: {out.strip()}"
-            )
-        return ContainerTarget(
-            "sqlserver",
-            "tsql",
-            c.get_container_host_ip(),
-            int(c.get_exposed_port(1433)),
-            "sa",
-            _SA_PASSWORD,
-            DATABASE,
-            driver,
-            c,
+            raise TargetError(f"{sql!r} in the SQL Server container failed: {out.strip()}")
+
+    def connection_string(self, database: str | None = None) -> str:
+        return sqlserver_connection_string(
+            self.driver, self.host, self.port, database or DATABASE, self.user, self.password
         )
-    except BaseException:
-        c.stop()
-        raise
 
 
-def _start_postgres() -> ContainerTarget:
-    mod = _testcontainers("postgres")
-    c = mod.PostgresContainer(POSTGRES_IMAGE, username="applier", password=_PG_PASSWORD, dbname=DATABASE)
-    c.start()
-    return ContainerTarget(
-        "postgres",
-        "postgres",
-        c.get_container_host_ip(),
-        int(c.get_exposed_port(5432)),
-        "applier",
-        _PG_PASSWORD,
-        DATABASE,
-        "PostgreSQL Unicode",
-        c,
-    )
+class PostgresContainer(_Container):
+    """PostgreSQL 15 in a container, reached with psqlODBC."""
 
+    kind = "postgres-container"
+    user = "applier"
 
-@contextlib.contextmanager
-def container_target(kind: str) -> Iterator[ContainerTarget]:
-    """Start a SQL Server ("sqlserver") or PostgreSQL ("postgres") container; stop it after.
+    def __init__(self) -> None:
+        super().__init__()
+        self.password = _PG_PASSWORD
 
-    Raises TargetError with the plain reason when Docker, testcontainers or (for SQL Server)
-    an ODBC driver is missing, or when the container cannot start.
-    """
-    dialect = _KINDS.get(kind.lower())
-    if dialect is None:
-        raise TargetError(f"unknown container kind {kind!r} (sqlserver, postgres)")
-    _require_docker()
-    try:
-        target = _start_sqlserver() if dialect == "tsql" else _start_postgres()
-    except TargetError:
-        raise
-    except Exception as e:
-        raise TargetError(f"starting the {kind} container failed: {_one_line(e)}") from None
-    try:
-        yield target
-    finally:
-        with contextlib.suppress(Exception):
-            target.container.stop()
+    def _start(self) -> None:
+        mod = _testcontainers("postgres")
+        c = mod.PostgresContainer(POSTGRES_IMAGE, username=self.user, password=self.password, dbname=DATABASE)
+        c.start()
+        self.container = c
+        self.host, self.port = c.get_container_host_ip(), int(c.get_exposed_port(5432))
+
+    def create_database_sql(self, name: str) -> str:
+        return f'CREATE DATABASE "{name}"'
+
+    def _exec_sql(self, sql: str) -> None:
+        res = self.container.exec(["psql", "-U", self.user, "-d", DATABASE, "-c", sql])
+        if res.exit_code != 0:
+            out = res.output.decode(errors="replace") if isinstance(res.output, bytes) else str(res.output)
+            raise TargetError(f"{sql!r} in the PostgreSQL container failed: {out.strip()}")
+
+    def connection_string(self, database: str | None = None) -> str:
+        db = database or DATABASE
+        return (
+            f"Driver={{PostgreSQL Unicode}};Server={self.host};Port={self.port};Database={_braced(db)};"
+            f"Uid={_braced(self.user)};Pwd={_braced(self.password)};"
+        )

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from applier.errors import TargetError
+from applier.targets.base import Target
 
 _DEBIAN_GLOB = "/usr/lib/postgresql/*/bin"
 
@@ -73,7 +74,7 @@ def _unprivileged_user() -> pwd.struct_passwd | None:
 
 
 @dataclass
-class EmbeddedPostgres:
+class EmbeddedPostgres(Target):
     """One throwaway cluster. Use as a context manager or call start()/stop()."""
 
     database: str = "applier"
@@ -90,6 +91,8 @@ class EmbeddedPostgres:
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self) -> EmbeddedPostgres:
+        if self.started:
+            return self
         bindir = find_pg_bindir()
         self._runas = _unprivileged_user()
         self._root = Path(tempfile.mkdtemp(prefix="applier-pg-"))
@@ -182,18 +185,20 @@ class EmbeddedPostgres:
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None
 
-    def __enter__(self) -> EmbeddedPostgres:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    @property
+    def started(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
 
     # -- connection --------------------------------------------------------------
+    @property
+    def description(self) -> str:
+        return f"embedded PostgreSQL on 127.0.0.1:{self.port}"
+
     @property
     def password(self) -> str:
         return "applier"
 
-    def odbc_connection_string(self, database: str | None = None) -> str:
+    def connection_string(self, database: str | None = None) -> str:
         return (
             "Driver={PostgreSQL Unicode};Server=127.0.0.1;"
             f"Port={self.port};Database={database or self.database};"
@@ -217,7 +222,7 @@ class EmbeddedPostgres:
             ],
             env={"PGPASSWORD": self.password},
         )
-        return self.odbc_connection_string(name)
+        return self.connection_string(name)
 
     # -- internals ---------------------------------------------------------------
     def _demote(self) -> Callable[[], None] | None:

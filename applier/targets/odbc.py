@@ -1,129 +1,32 @@
-"""Any database by ODBC connection string: parsing, redaction, dialect detection, pre-flight.
-
-Connection strings carry secrets: :func:`redact` is applied to every one that reaches a log,
-a report or an error message.
-"""
+"""Any database by ODBC connection string: the target applier reaches but does not start."""
 
 from __future__ import annotations
 
-import os
-import re
-from dataclasses import dataclass
-from pathlib import Path
-
-from applier.dialects import DIALECTS
-from applier.dialects.base import Dialect
 from applier.errors import TargetError
+from applier.targets.base import Target
+from applier.targets.connstr import parse_connection_string, redact
 
-_SECRET_KEYS = {"pwd", "password", "accesstoken", "access_token", "sslpassword"}
-_PAIR_RE = re.compile(r"\s*([^=;]+?)\s*=\s*(\{(?:[^}]|\}\})*\}|[^;]*)\s*(?:;|$)")
 
+class OdbcTarget(Target):
+    """An existing database. Its connection string is the user's; applier adds its driver
+    options (the dialect's) when it connects, and shows it only redacted."""
 
-def parse_connection_string(cs: str) -> list[tuple[str, str]]:
-    """'k=v;k2={v;2}' -> [(k, v), (k2, '{v;2}')]; TargetError when it cannot be read."""
-    pairs: list[tuple[str, str]] = []
-    pos = 0
-    text = cs.strip()
-    while pos < len(text):
-        m = _PAIR_RE.match(text, pos)
-        if not m or m.end() == pos:
-            shown = redact(text[pos : pos + 40])
+    def __init__(self, connection_string: str) -> None:
+        parse_connection_string(connection_string)  # a bad string is refused here, redacted
+        self._cs = connection_string
+
+    @property
+    def started(self) -> bool:
+        return True
+
+    @property
+    def description(self) -> str:
+        return redact(self._cs)
+
+    def connection_string(self, database: str | None = None) -> str:
+        if database is not None:
             raise TargetError(
-                f"bad ODBC connection string near {shown!r}: expected key=value pairs separated by ';'"
+                f"{self.description}: a subscriber database {database!r} on this target needs its own "
+                "connection string (set `target` on the subscription)"
             )
-        pairs.append((m.group(1), m.group(2)))
-        pos = m.end()
-    if not pairs:
-        raise TargetError("empty ODBC connection string")
-    return pairs
-
-
-def redact(cs: str) -> str:
-    """The connection string with every secret value replaced by ***."""
-
-    def sub(m: re.Match[str]) -> str:
-        if m.group(1).strip().lower() in _SECRET_KEYS:
-            return f"{m.group(1)}=***;"
-        return m.group(0)
-
-    return _PAIR_RE.sub(sub, cs)
-
-
-def option(cs: str, key: str) -> str | None:
-    for k, v in parse_connection_string(cs):
-        if k.lower() == key.lower():
-            return v[1:-1].replace("}}", "}") if v.startswith("{") else v
-    return None
-
-
-def dialect_for(cs: str) -> Dialect:
-    """The dialect of the database a connection string reaches, from its driver name."""
-    driver = (option(cs, "Driver") or "").lower()
-    dsn = option(cs, "DSN")
-    if "postgres" in driver or "psqlodbc" in driver:
-        return DIALECTS["postgres"]()
-    if "sql server" in driver or "freetds" in driver or "tdsodbc" in driver or "msodbcsql" in driver:
-        return DIALECTS["tsql"]()
-    hint = f"DSN {dsn!r}" if dsn else f"driver {driver!r}"
-    raise TargetError(
-        f"cannot tell the database behind {hint}: name a PostgreSQL or SQL Server ODBC driver "
-        "in Driver={...} (e.g. 'PostgreSQL Unicode', 'ODBC Driver 18 for SQL Server', 'FreeTDS')"
-    )
-
-
-def project_odbcsysini() -> str | None:
-    """The project's own odbcinst.ini folder, used unless ODBCSYSINI is already set: the one
-    set-up wrote into the virtual environment, else ci/ of the source tree."""
-    import sys
-
-    venv = Path(sys.prefix) / "etc" / "odbc"
-    if (venv / "odbcinst.ini").exists():
-        return str(venv)
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        cand = parent / "ci" / "odbcinst.ini"
-        if cand.exists():
-            return str(cand.parent)
-    return None
-
-
-def ensure_odbc_env() -> None:
-    """Point unixODBC at the project's odbcinst.ini (Debian's sets CommLog=1)."""
-    if "ODBCSYSINI" not in os.environ:
-        d = project_odbcsysini()
-        if d:
-            os.environ["ODBCSYSINI"] = d
-
-
-@dataclass(frozen=True)
-class Target:
-    """A reachable subscriber: connection string (with applier's options) and dialect."""
-
-    connection_string: str
-    dialect_name: str
-    description: str
-
-    @property
-    def dialect(self) -> Dialect:
-        return DIALECTS[self.dialect_name]()
-
-    @property
-    def redacted(self) -> str:
-        return redact(self.connection_string)
-
-
-def preflight(cs: str, description: str | None = None, timeout_s: int = 10) -> Target:
-    """Validate the string, connect once, and return the Target; TargetError when unreachable."""
-    import pyodbc
-
-    ensure_odbc_env()
-    parse_connection_string(cs)
-    dialect = dialect_for(cs)
-    full = dialect.odbc_connection_string(cs)
-    try:
-        conn = pyodbc.connect(full, autocommit=True, timeout=timeout_s)
-    except pyodbc.Error as e:
-        msg = redact(str(e.args[1] if len(e.args) > 1 else e))
-        raise TargetError(f"cannot reach the target {redact(cs)}: {msg}") from None
-    conn.close()
-    return Target(full, dialect.name, description or redact(cs))
+        return self._cs

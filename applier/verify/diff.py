@@ -9,40 +9,13 @@ converged, diverged, or unknown when the check itself failed.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-CONVERGED, DIVERGED, UNKNOWN = "converged", "diverged", "unknown"
-
-
-@dataclass
-class Verdict:
-    verdict: str
-    counts: dict[str, int] = field(default_factory=dict)
-    divergent: list[dict[str, Any]] = field(default_factory=list)
-    rows_expected: int = 0
-    rows_found: int = 0
-    reason: str | None = None
-    skips: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def divergent_rows(self) -> int:
-        return sum(self.counts.values())
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict,
-            "counts": self.counts,
-            "divergent_rows": self.divergent_rows,
-            "rows_expected": self.rows_expected,
-            "rows_found": self.rows_found,
-            "reason": self.reason,
-            "divergent": self.divergent,
-            "skips": self.skips,
-        }
+from applier.results import Check, Divergence, Verdict
+from applier.verify.outcomes import command_outcomes
 
 
 def diff_all(expected: DataFrame, found: DataFrame) -> DataFrame:
@@ -78,7 +51,7 @@ def verify(
     show: int = 20,
     history: int = 12,
     digests: tuple[DataFrame, DataFrame] | None = None,
-) -> Verdict:
+) -> Check:
     """``digests``: the same two sides with each image as its digest (oracle.oracle_digest,
     oracle.digested); the counts then come from them, the images only for a divergence."""
     # One job counts both sides and every kind of difference; only a divergence pays for the
@@ -95,7 +68,7 @@ def verify(
     counts = {k: int(tally[k]) for k in ("missing", "extra", "different")}
     n_expected, n_found = int(tally["expected"]), int(tally["found"])
     if not any(counts.values()):
-        return Verdict(CONVERGED, counts, [], n_expected, n_found)
+        return Check(Verdict.CONVERGED, counts, (), n_expected, n_found)
     expected = expected.persist()
     found = found.persist()
     d = diff(expected, found).persist()
@@ -107,22 +80,20 @@ def verify(
         for r in shown:
             commands = explained.get((r["article"], r["key"]), [])
             out.append(
-                {
-                    "article": r["article"],
-                    "key": json.loads(r["key"]),
-                    "kind": r["kind"],
-                    "expected": json.loads(r["expected"]) if r["expected"] else None,
-                    "found": json.loads(r["found"]) if r["found"] else None,
-                    "columns": _columns_differing(r["expected"], r["found"]),
-                    "commands": commands,
-                    "inverted": inverted_pair(commands),
-                    "skipped": [c["lsn"] for c in commands if "skipped" in (c.get("outcome") or "")],
-                }
+                Divergence(
+                    article=r["article"],
+                    key=tuple(json.loads(r["key"])),
+                    kind=r["kind"],
+                    expected=json.loads(r["expected"]) if r["expected"] else None,
+                    found=json.loads(r["found"]) if r["found"] else None,
+                    columns=tuple(_columns_differing(r["expected"], r["found"])),
+                    commands=tuple(commands),
+                    inverted=inverted_pair(commands),
+                    skipped=tuple(c["lsn"] for c in commands if "skipped" in (c.get("outcome") or "")),
+                )
             )
-        v = Verdict(DIVERGED, counts, out, n_expected, n_found)
-        if events is not None:
-            v.skips = skip_costs(d, changes, events)
-        return v
+        skips = skip_costs(d, changes, events) if events is not None else {}
+        return Check(Verdict.DIVERGED, counts, tuple(out), n_expected, n_found, skips=skips)
     finally:
         d.unpersist()
         expected.unpersist()
@@ -211,8 +182,6 @@ def _touching(
     cols += [c for c in ("stream", "round") if c in changes.columns]
     touched = changes.join(wanted, "article").where(cond).select(*cols)
     if events is not None:
-        from applier.apply.events import command_outcomes
-
         ev = (
             command_outcomes(events, touched)
             .groupBy("lsn")

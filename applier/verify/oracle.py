@@ -11,22 +11,16 @@ is its key's first event, a produce). One group-by in Spark.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-if TYPE_CHECKING:
-    from applier.articles import Article
-    from applier.settings import Subscription
-    from applier.sources.events import Schemas
+from applier.articles import Article, Syntax
 
 
 def replicated(changes: DataFrame, articles: Sequence[Article]) -> DataFrame:
     """The commands a subscriber receives: an operation delivered as NONE is not replicated
     (seed 003: "Transactions of that type are not replicated"), so it is no key event."""
-    from applier.articles import Syntax
-
     dropped = [(a.name, op) for a in articles for op in "IUD" if a.delivery(op).syntax == Syntax.NONE]
     if not dropped:
         return changes
@@ -168,14 +162,3 @@ def oracle_digest(changes: DataFrame, snapshot: DataFrame) -> DataFrame:
         .otherwise(F.struct(F.col("s1").alias("h1"), F.col("s2").alias("h2")))
         .alias("image"),
     )
-
-
-def subscription_oracle(
-    changes: DataFrame, snapshot: DataFrame, schemas: Schemas, subscription: Subscription
-) -> DataFrame:
-    """The oracle as one subscription must hold it (DESIGN.md): rows whose latest image
-    matches its where clause (evaluated at that image's schema version), converted to the
-    article's last version, cut to its column list."""
-    from applier.distribute.routing import filter_rows
-
-    return filter_rows(latest_rows(changes, snapshot), schemas, subscription)

@@ -12,27 +12,25 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from applier.apply.connection import connect
 from applier.articles import Article
-from applier.dialects import DIALECTS
-from applier.sources.canonical import SNAPSHOT_SCHEMA
-from applier.targets.odbc import Target
+from applier.records.schema import SNAPSHOT_SCHEMA
+from applier.targets.endpoint import Endpoint
 from applier.values import dumps_sorted_image, encoder, key_text
 
 _ARROW = pa.schema([("article", pa.string()), ("key", pa.string()), ("image", pa.string())])
 
 
 def read_target(
-    spark: SparkSession, target: Target, articles: Sequence[Article], slices: int | None = None
+    spark: SparkSession, target: Endpoint, articles: Sequence[Article], slices: int | None = None
 ) -> DataFrame:
-    cs, dname = target.connection_string, target.dialect_name
+    """(article, key, image) of every row the subscriber holds, images canonical."""
     by_name = {a.name: a for a in articles}
     if slices is None:
         slices = max(1, spark.sparkContext.defaultParallelism // max(1, len(articles)))
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        dialect = DIALECTS[dname]()
-        conn = connect(cs, dialect, lock_timeout_ms=30000)
+        dialect = target.dialect
+        conn = target.connect()
         try:
             for b in batches:
                 for name, part in zip(

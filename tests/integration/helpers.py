@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from applier.settings import parse_config
+from applier.config import parse_config
 
 
 def config(
@@ -86,11 +86,12 @@ def table_exists(target, schema: str, table: str) -> bool:  # type: ignore[no-un
 
 
 def run(spark, cfg, target, **kw: Any):  # type: ignore[no-untyped-def]
-    from applier import pipeline
-    from applier.report.console import report_dict
+    """One run through the public API; the result and its subscriber's JSON report."""
+    import applier
+    from applier.report.json import subscription_report
 
-    result = pipeline.run(spark, cfg, target, **kw)
-    return result, report_dict(result, cfg, target.description)
+    result = applier.run(cfg, target, spark=spark, **kw)
+    return result, subscription_report(result.subscriptions[0], result.settings)
 
 
 def streams_of(spark, cfg, records: Sequence[dict[str, Any]], n: int, tmp: Path) -> list[int]:  # type: ignore[no-untyped-def]

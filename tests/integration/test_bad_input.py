@@ -46,7 +46,7 @@ def test_bad_change_file_names_the_place_and_applies_nothing(spark, any_target, 
 
 def test_unreachable_target_is_a_clear_error_without_the_password():
     from applier.targets.embedded import free_port
-    from applier.targets.odbc import preflight
+    from applier.targets.endpoint import preflight
 
     cs = f"Driver={{PostgreSQL Unicode}};Server=127.0.0.1;Port={free_port()};Database=x;Uid=u;Pwd=s3cret;"
     with pytest.raises(TargetError) as e:
@@ -57,7 +57,7 @@ def test_unreachable_target_is_a_clear_error_without_the_password():
 
 
 def test_bad_connection_string_is_rejected():
-    from applier.targets.odbc import preflight
+    from applier.targets.endpoint import preflight
 
     with pytest.raises(TargetError, match="driver"):
         preflight("Server=127.0.0.1;Database=x;Pwd=s3cret")

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from applier.settings import Workload, parse_config
+from applier.config import Workload, parse_config
+from applier.records.schema import make_lsn
 from applier.sources import columnar
-from applier.sources.canonical import make_lsn
 from applier.sources.dataset import generate
 from applier.values import dumps_image, key_text, validate_encoded
 

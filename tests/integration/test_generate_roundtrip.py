@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from applier.settings import RunSettings, Workload, demo_config
+from applier.config import RunSettings, Workload, demo_config
 from applier.sources.dataset import generate, write_changes
 from tests.integration.helpers import run
 

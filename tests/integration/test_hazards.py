@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from applier.settings import HAZARD_WORKLOADS, ErrorPolicy, RunSettings, Workload, demo_config
+from applier.config import HAZARD_WORKLOADS, ErrorPolicy, RunSettings, Workload, demo_config
 from tests.integration.helpers import run
 
 pytestmark = pytest.mark.integration
@@ -92,7 +92,7 @@ def test_matrix_has_one_row_per_cell(spark, target):
     from applier.matrix import cells, run_matrix
 
     grid = cells(["reorder"], ["key-hash", "round-robin", "writeset"], ["agent", "independent"], ["strict"])
-    rows = run_matrix(spark, demo_config(), target, grid, streams=4, transactions=96, seed=2)
+    rows = run_matrix(demo_config(), target, grid, streams=4, transactions=96, seed=2, spark=spark)
     assert len(rows) == 6
     by = {(r["partition"], r["model"]): r for r in rows}
     assert by[("writeset", "agent")]["verdict"] == "n/a"

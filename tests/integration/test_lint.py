@@ -104,7 +104,7 @@ def test_the_flagged_procedure_diverges_and_the_checked_one_converges(spark, tar
     different streams of one round. The article whose procedure lint flagged loses the
     second link silently; the one with the check raises 20598, is re-applied on one
     connection and converges."""
-    from applier.settings import parse_config
+    from applier.config import parse_config
 
     files = {t: _files(tmp_path, t, check)[0] for t, check in (("run_nocheck", False), ("run_check", True))}
     # Round 0 (transactions 1, 2): the unchecked chain; round 1 (3, 4): the checked chain. A

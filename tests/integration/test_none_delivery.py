@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from applier.settings import RunSettings, Workload, parse_config
+from applier.config import RunSettings, Workload, parse_config
 from tests.integration.helpers import run
 
 pytestmark = pytest.mark.integration

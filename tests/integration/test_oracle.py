@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from applier.settings import Workload, demo_config
-from applier.sources.canonical import CHANGE_SCHEMA, SNAPSHOT_SCHEMA, make_lsn
+from applier.config import Workload, demo_config
+from applier.records.schema import CHANGE_SCHEMA, SNAPSHOT_SCHEMA, make_lsn
 from applier.sources.generator import LANES, generate_lane
 from applier.verify.oracle import digested, oracle, oracle_digest
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from applier.settings import parse_config
+from applier.config import parse_config
 from tests.integration.helpers import rows, write_jsonl
 
 pytestmark = pytest.mark.integration

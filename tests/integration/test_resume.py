@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from applier.settings import RunSettings, Workload, demo_config
+from applier.config import RunSettings, Workload, demo_config
 from applier.sources.generator import LANES, generate_lane
 from tests.integration.helpers import run, write_jsonl
 

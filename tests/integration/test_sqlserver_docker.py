@@ -14,12 +14,7 @@ import pytest
 from applier.articles import Article, Column, parse_type
 from applier.dialects.base import ConflictClass
 from applier.dialects.tsql import TsqlDialect
-from applier.targets.containers import (
-    ContainerTarget,
-    container_target,
-    docker_available,
-    sqlserver_odbc_driver,
-)
+from applier.targets.containers import SqlServerContainer, docker_available, sqlserver_odbc_driver
 
 pytestmark = pytest.mark.docker
 
@@ -38,21 +33,21 @@ ARTICLE = Article(
 
 
 @pytest.fixture(scope="module")
-def mssql() -> Iterator[ContainerTarget]:
+def mssql() -> Iterator[SqlServerContainer]:
     ok, reason = docker_available()
     if not ok:
         pytest.skip(reason)
     if sqlserver_odbc_driver() is None:
         pytest.skip("no SQL Server ODBC driver installed (ODBC Driver 18/17 for SQL Server or FreeTDS)")
-    with container_target("sqlserver") as target:
+    with SqlServerContainer() as target:
         yield target
 
 
 @pytest.fixture(scope="module")
-def conn(mssql: ContainerTarget) -> Iterator[Any]:
+def conn(mssql: SqlServerContainer) -> Iterator[Any]:
     import pyodbc
 
-    c = pyodbc.connect(mssql.odbc_connection_string(), autocommit=True, timeout=30)
+    c = pyodbc.connect(mssql.connection_string(), autocommit=True, timeout=30)
     cur = c.cursor()
     cur.execute(D.create_schema_sql(ARTICLE.schema))
     for stmt in D.drop_table_sql(ARTICLE):

@@ -14,13 +14,13 @@ import json
 from typing import Any
 
 import pytest
+from applier.targets.connection import connect
 
-from applier.apply.connection import connect
 from applier.apply.install import install
 from applier.articles import Article, Delivery
+from applier.config import parse_config
 from applier.dialects.base import ConflictClass
 from applier.plan.calls import Planner
-from applier.settings import parse_config
 from tests.integration.helpers import rows, run
 
 pytestmark = pytest.mark.integration

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from applier.apply.sender import Sender
+from applier.config import Workload, demo_articles, parse_config
 from applier.dialects import DIALECTS
 from applier.plan.calls import Planner
-from applier.settings import Workload, demo_articles, parse_config
 from applier.sources.generator import LANES, generate_lane
 
 # (update syntax, delete syntax): every combination a user can configure that plans calls.
@@ -26,7 +26,7 @@ SYNTAXES = [
 
 
 def _articles(update: str, delete: str):  # type: ignore[no-untyped-def]
-    from applier.settings import article_to_dict
+    from applier.config import article_to_dict
 
     arts = []
     for a in demo_articles():

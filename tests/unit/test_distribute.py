@@ -5,14 +5,13 @@ from __future__ import annotations
 import pytest
 
 from applier.articles import Article, Column, parse_type
+from applier.config import ArticleSubscription, parse_config
 from applier.dialects import DIALECTS
-from applier.dialects.ddl import alter_sql, drop_procedure_sql, statement_sql
 from applier.distribute.routing import routed_op, subscribed_article, upgrade_image
 from applier.distribute.statements import ROWS, STATEMENT, decide
 from applier.errors import ConfigError, InputError
-from applier.settings import ArticleSubscription, parse_config
+from applier.records.events import SchemaChange, Schemas, SqlStatement, convert_value
 from applier.sources.canonical import validate_record
-from applier.sources.events import SchemaChange, Schemas, SqlStatement, convert_value
 
 
 def _article(name: str = "dbo.t1", table: str | None = None) -> Article:
@@ -197,22 +196,22 @@ def test_statement_and_alter_sql_quote_identifiers(dialect: str) -> None:
     d = DIALECTS[dialect]()
     a = _article("dbo.x", table=HOSTILE)
     q = d.table(a)
-    upd = statement_sql(d, a, SqlStatement("U", "C1", 50, set="n = n + 1", where="grp = 'a'"))
+    upd = d.rs_sqldml_sql(a, SqlStatement("U", "C1", 50, set="n = n + 1", where="grp = 'a'"))
     assert upd == f"UPDATE {q} SET n = n + 1 WHERE grp = 'a'"
-    assert statement_sql(d, a, SqlStatement("D", "C1", 50)) == f"DELETE FROM {q}"
-    ins = statement_sql(
-        d, a, SqlStatement("I", "C1", 50, select="id + 1, n", from_="s", insert_column="id, n")
+    assert d.rs_sqldml_sql(a, SqlStatement("D", "C1", 50)) == f"DELETE FROM {q}"
+    ins = d.rs_sqldml_sql(
+        a, SqlStatement("I", "C1", 50, select="id + 1, n", from_="s", insert_column="id, n")
     )
     assert ins == f"INSERT INTO {q} (id, n) SELECT id + 1, n FROM s"
-    sel = statement_sql(d, a, SqlStatement("S", "C2", 50, select="*", from_="s", where="k > 1"))
+    sel = d.rs_sqldml_sql(a, SqlStatement("S", "C2", 50, select="*", from_="s", where="k > 1"))
     assert sel == f"SELECT * INTO {q} FROM s WHERE k > 1"
 
     new_col = Column('ex"t]ra', parse_type("nvarchar(5)"))
     b = Article(a.schema, a.table, (*a.columns[:2], new_col), a.key)
-    stmts = alter_sql(d, a, b)
+    stmts = d.alter_sql(a, b)
     assert stmts[0] == f"ALTER TABLE {q} DROP COLUMN {d.quote('note')}"
     assert stmts[1].startswith(f"ALTER TABLE {q} ADD ") and d.quote('ex"t]ra') in stmts[1]
-    assert drop_procedure_sql(d, a, "U") == f"DROP PROCEDURE IF EXISTS {d.proc_ref(a, 'U')}"
+    assert d.drop_procedure_sql(a, "U") == f"DROP PROCEDURE IF EXISTS {d.proc_ref(a, 'U')}"
 
 
 # -- settings -------------------------------------------------------------------------------
@@ -255,8 +254,8 @@ def test_subscription_errors_name_the_key(subs: list, where: str) -> None:
 
 
 def test_applied_procedure_payload_and_call() -> None:
-    from applier.dialects.ddl import procedure_call_sql
-    from applier.sources.events import AppliedProcedure
+
+    from applier.records.events import AppliedProcedure
 
     p = AppliedProcedure.parse({"procedure": "dbo.upd_c1", "params": [2, "x", None], "rowcount": 1}, "here")
     assert p.params == (2, "x", None) and AppliedProcedure.parse(p.payload(), "again") == p
@@ -265,6 +264,6 @@ def test_applied_procedure_payload_and_call() -> None:
     with pytest.raises(InputError, match="rowcount"):
         AppliedProcedure.parse({"procedure": "p", "params": [], "rowcount": 0}, "here")
     pg, ts = DIALECTS["postgres"](), DIALECTS["tsql"]()
-    assert procedure_call_sql(pg, "dbo.upd_c1", 3) == 'CALL "dbo"."upd_c1"(?, ?, ?)'
-    assert procedure_call_sql(ts, "dbo.upd_c1", 2) == "EXEC [dbo].[upd_c1] ?, ?"
-    assert procedure_call_sql(pg, 'we"ird', 0) == 'CALL "we""ird"()'
+    assert pg.call_procedure_sql("dbo.upd_c1", 3) == 'CALL "dbo"."upd_c1"(?, ?, ?)'
+    assert ts.call_procedure_sql("dbo.upd_c1", 2) == "EXEC [dbo].[upd_c1] ?, ?"
+    assert pg.call_procedure_sql('we"ird', 0) == 'CALL "we""ird"()'

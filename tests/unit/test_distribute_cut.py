@@ -10,9 +10,9 @@ import json
 import pyarrow as pa
 
 from applier.articles import Article, Column, parse_type
+from applier.config import ArticleSubscription, Subscription
 from applier.distribute.routing import Shapes, route_batches
-from applier.settings import ArticleSubscription, Subscription
-from applier.sources.events import Schemas
+from applier.records.events import Schemas
 
 ART = Article(
     "dbo",

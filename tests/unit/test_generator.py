@@ -3,7 +3,7 @@ its row at the publisher; key-chains produce chains."""
 
 from __future__ import annotations
 
-from applier.settings import Workload, demo_config
+from applier.config import Workload, demo_config
 from applier.sources.generator import LANES, generate_lane
 
 

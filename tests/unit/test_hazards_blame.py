@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from applier.config import HAZARD_WORKLOADS, Workload
 from applier.partition.strategies import write_keys
-from applier.settings import HAZARD_WORKLOADS, Workload
 from applier.sources.hazards import CHILD, HAZARDS, LANES, UNIQ, generate_lane, hazard_articles
 from applier.verify.diff import inverted_pair
 

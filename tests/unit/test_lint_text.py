@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from applier.config import parse_config
 from applier.dialects import DIALECTS
 from applier.lint.checks import has_zero_row_check, procedure_texts, text_findings
-from applier.settings import parse_config
 
 
 @pytest.mark.parametrize(
@@ -47,7 +47,7 @@ from applier.settings import parse_config
     ],
 )
 def test_has_zero_row_check(dialect: str, body: str, ok: bool) -> None:
-    assert has_zero_row_check(dialect, body) is ok
+    assert has_zero_row_check(DIALECTS[dialect](), body) is ok
 
 
 def test_procedure_names_are_read_with_quotes_and_schemas() -> None:

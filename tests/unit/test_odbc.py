@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from applier.errors import TargetError
-from applier.targets.odbc import dialect_for, option, parse_connection_string, redact
+from applier.targets.connstr import dialect_for, option, parse_connection_string, redact
 
 
 @pytest.mark.parametrize(

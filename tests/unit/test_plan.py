@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from applier.articles import Delivery
+from applier.config import parse_config
 from applier.plan.calls import bitmap, call_params
-from applier.settings import parse_config
 
 
 def article(update="SCALL", delete="CALL", ncols=3, lob=False):

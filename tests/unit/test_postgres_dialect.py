@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from applier.articles import parse_type
+from applier.config import parse_config
 from applier.dialects.base import ConflictClass
 from applier.dialects.postgres import PostgresDialect
 from applier.errors import UnsupportedError
-from applier.settings import parse_config
 
 D = PostgresDialect()
 

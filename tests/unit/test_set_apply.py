@@ -10,9 +10,9 @@ import pytest
 
 from applier.apply.bulk import BULK_MAX_ROWS, BulkCall
 from applier.apply.sender import Sender
+from applier.config import parse_config
 from applier.dialects import DIALECTS
 from applier.plan.calls import Planner
-from applier.settings import parse_config
 
 PG = DIALECTS["postgres"]()
 COLS = [

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from applier.articles import Syntax
+from applier.config import ErrorPolicy, demo_config, load_config
 from applier.errors import ConfigError
-from applier.settings import ErrorPolicy, demo_config, load_config
 
 
 def write(tmp_path, name, text):

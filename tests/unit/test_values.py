@@ -143,7 +143,7 @@ def test_encoder_gives_what_encode_gives(t, values):
 def test_sorted_image_and_key_text_are_the_canonical_texts():
     import json
 
-    from applier.settings import parse_article_dicts
+    from applier.config import parse_article_dicts
     from applier.values import dumps_image, dumps_sorted_image, key_text
 
     image = {'a"b': "é中", "id": 7, "n": None, "z": "x,y:z"}

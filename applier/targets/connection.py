@@ -51,7 +51,7 @@ def connect(
     """A pyodbc connection, autocommit off, with the dialect's session set-up applied."""
     import pyodbc
 
-    from applier.targets.odbc import ensure_odbc_env
+    from applier.targets.connstr import ensure_odbc_env
 
     ensure_odbc_env()
 

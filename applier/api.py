@@ -1,0 +1,157 @@
+"""The public API: :func:`run` a configuration against a target, get a :class:`RunResult`.
+
+The CLI, ``applier matrix``, ``applier bench`` and the pytest plugin call this and nothing
+below it::
+
+    import applier
+
+    config = applier.load_config("articles.toml")
+    result = applier.run(config, target=applier.Target.embedded())
+    print(result.verdict, result.conflicts)
+    assert result.exit_code == 0, result.divergent
+
+``target`` is a :class:`Target` (started here and stopped after if it was not started), an
+ODBC connection string or ``"embedded"`` / ``"postgres-container"`` / ``"mssql"``, or an
+:class:`Endpoint` already reached (a database of a target started elsewhere).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from applier import pipeline
+from applier.config import Config, check_config, load_config
+from applier.errors import ConfigError
+from applier.report.json import run_report, write_json
+from applier.results import RunResult, Verdict
+from applier.sparkenv import spark_session
+from applier.targets import Endpoint, Target, preflight
+
+__all__ = [
+    "Config",
+    "Endpoint",
+    "RunResult",
+    "Target",
+    "Verdict",
+    "generate",
+    "load_config",
+    "procedure_scripts",
+    "run",
+]
+
+
+def endpoints(config: Config, target: Target | Endpoint) -> dict[str, Endpoint]:
+    """Every subscription's subscriber database: a plain run uses the target's own database;
+    each of ``[[subscriptions]]`` its ``target`` connection string, else a database of its own
+    (``database``, default its name) created on the target."""
+    if not config.subscriptions:
+        sub = pipeline.subscriptions(config)[0]
+        return {sub.name: target if isinstance(target, Endpoint) else target.endpoint()}
+    out: dict[str, Endpoint] = {}
+    for s in config.subscriptions:
+        if s.target is not None:
+            out[s.name] = preflight(s.target, s.name)
+        elif isinstance(target, Endpoint):
+            raise ConfigError(
+                f"subscription {s.name!r} needs a database of its own: set `target` on it, or give a "
+                "target applier can create databases on (embedded)"
+            )
+        else:
+            out[s.name] = target.subscriber(s.database or s.name)
+    return out
+
+
+def run(
+    config: Config,
+    target: Target | Endpoint | str | None = None,
+    *,
+    changes: str | Path | None = None,
+    snapshot: str | Path | None = None,
+    custom_sql: Sequence[str | Path] = (),
+    report: str | Path | None = None,
+    work_dir: str | Path | None = None,
+    resume: bool = False,
+    spark: SparkSession | None = None,
+    on_phase: Callable[[str], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> RunResult:
+    """Apply the configured stream (generated, or read from ``changes``) to every subscriber
+    with N streams and verify each. ``report``: also write the JSON report there (its path is
+    in ``RunResult.files``). ``spark``: a session to use (default: ``local[N]``, or the one
+    spark-submit started)."""
+    config = check_config(config)
+    with contextlib.ExitStack() as stack:
+        if target is None or isinstance(target, str):
+            target = Target.parse(target)
+        if isinstance(target, Target) and not target.started:
+            stack.enter_context(target)
+        ends = endpoints(config, target)
+        slots = max([config.run.streams] + [s.streams or 0 for s in config.subscriptions])
+        result = pipeline.run(
+            spark or spark_session(slots),
+            config,
+            ends,
+            changes=changes,
+            snapshot=snapshot,
+            work_dir=work_dir,
+            custom_sql=[Path(p) for p in custom_sql],
+            resume=resume,
+            progress=progress,
+            on_phase=on_phase,
+        )
+    if report is not None:
+        path = write_json(run_report(result), report)
+        result = dataclasses.replace(result, files={**result.files, "json": str(path)})
+    return result
+
+
+def generate(
+    config: Config, out: str | Path, fmt: str = "jsonl", spark: SparkSession | None = None
+) -> tuple[Path, Path, int]:
+    """Write the configured generated stream as canonical change files: (changes folder,
+    snapshot folder, commands written)."""
+    from applier.sources.dataset import generate as generate_stream
+    from applier.sources.dataset import write_changes
+
+    cs = generate_stream(spark or spark_session(2), check_config(config))
+    changes, snap = write_changes(cs, out, fmt)
+    return changes, snap, cs.changes.count()
+
+
+def procedure_scripts(config: Config, dialect: str) -> list[tuple[str, str]]:
+    """(article, install script) per article, as ``sp_scriptpublicationcustomprocs`` writes them:
+    the generated procedures of every operation applied by a default procedure, and a comment
+    for the others (custom procedures are the user's, SQL statements need none but the
+    dialect's support objects, NONE is not replicated)."""
+    from applier.articles import Syntax
+    from applier.dialects import DIALECTS
+    from applier.dialects.base import OPS
+
+    d = DIALECTS[dialect]()
+    scripts: list[tuple[str, str]] = []
+    for art in config.articles:
+        how = ", ".join(f"{OPS[op]} {art.delivery(op).syntax.value}" for op in "IUD")
+        parts = [f"-- article {art.name} ({how}); {d.name} install script generated by applier"]
+        if any(art.delivery(op).syntax == Syntax.SQL for op in "IUD"):
+            parts += d.support_sql()
+        for op in "IUD":
+            dl = art.delivery(op)
+            sql = d.procedure_sql(art, op)
+            if sql:
+                parts.append(sql)
+            elif dl.procedure:
+                parts.append(
+                    f"-- {OPS[op]}: custom procedure {dl.procedure} ({dl.syntax.value} syntax) is not generated; "
+                    "install it with --custom-sql"
+                )
+            elif dl.syntax == Syntax.SQL:
+                parts.append(f"-- {OPS[op]}: applied as SQL statements, no procedure")
+            else:
+                parts.append(f"-- {OPS[op]}: NONE, not replicated")
+        scripts.append((art.name, d.script(parts)))
+    return scripts

@@ -1,0 +1,28 @@
+"""What every stream task needs (:class:`StreamJob`), pickled to the executors as plain data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from applier.articles import Article
+from applier.config import ErrorPolicy
+from applier.targets.connection import REAPPLY, RetryPolicy
+from applier.targets.endpoint import Endpoint
+
+
+@dataclass(frozen=True)
+class StreamJob:
+    """One segment of one subscription, as its N stream tasks apply it (no module state)."""
+
+    endpoint: Endpoint
+    articles: tuple[Article, ...]
+    subscription: str  # the name its progress rows carry
+    streams: int
+    rounds: int
+    lock_timeout_ms: int
+    error_policy: ErrorPolicy
+    retry: RetryPolicy = REAPPLY  # transient errors of the single-connection re-apply
+    set_apply: bool = False  # run.set_apply: set-based calls in parallel rounds
+    # A share committed whole is one "batch" event (verify.outcomes expands it by stream and
+    # round); False where (stream, round) does not identify the share (several segments).
+    batch_events: bool = True

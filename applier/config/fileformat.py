@@ -1,0 +1,370 @@
+"""The configuration file format: pydantic models, their JSON Schema, their errors in words.
+
+Owns the shape of a file (top level ``run``, ``workload``, ``articles``, ``subscriptions``):
+unknown keys are refused and types are strict (``"4"`` is not an int, ``true`` is not an int),
+and each key's own value is checked here (ranges, names, column types, call syntaxes, error
+policies). What spans keys is checked by ``files.py``, which turns these into the domain model.
+:class:`Problems` gathers errors as ``"{source}: {path}: {message}"``, one per line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, get_args
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
+
+from applier.articles import Delivery, parse_type
+from applier.config.model import HAZARD_WORKLOADS, MODELS, PARTITIONS, WORKLOADS, RunSettings, Workload
+from applier.config.policy import POLICY_FORMS, ErrorPolicy
+from applier.errors import ConfigError
+
+_RUN, _WORKLOAD = RunSettings(), Workload()  # the defaults are the domain model's
+# key -> (names it takes, what they name): one validator for every key that names a choice
+_CHOICES: dict[str, tuple[Sequence[str], str]] = {
+    "partition": (PARTITIONS, "partition strategy"),
+    "model": (MODELS, "apply model"),
+    "kind": (WORKLOADS, "workload"),
+}
+
+
+class _At(ValueError):
+    """A validator's error about a key below the table it checks."""
+
+    def __init__(self, at: str, message: str) -> None:
+        super().__init__(message)
+        self.at = at
+
+
+def _checked(check: Callable[..., object], *args: Any) -> None:
+    """Run a domain parser; its ConfigError becomes the validator's error."""
+    try:
+        check(*args)
+    except ConfigError as e:
+        raise ValueError(str(e)) from None
+
+
+def _enum(names: Sequence[str]) -> dict[str, Any]:
+    return {"enum": list(names)}
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @field_validator("partition", "model", "kind", check_fields=False)
+    @classmethod
+    def _choice(cls, v: str, info: ValidationInfo) -> str:
+        names, noun = _CHOICES[str(info.field_name)]
+        if v not in names:
+            raise ValueError(f"unknown {noun} {v!r} ({', '.join(names)})")
+        return v
+
+
+class RunSection(_Table):
+    """[run]: how the change stream is applied."""
+
+    subscription: str = Field(
+        default=_RUN.subscription, description="subscription name (progress table, report)"
+    )
+    streams: int = Field(
+        default=_RUN.streams, ge=1, le=64, description="subscription streams N: parallel connections"
+    )
+    commit_batch_size: int = Field(default=_RUN.commit_batch_size, ge=1, description="transactions per round")
+    partition: str = Field(
+        default=_RUN.partition,
+        description="how transactions go to streams",
+        json_schema_extra=_enum(PARTITIONS),
+    )
+    model: str = Field(
+        default=_RUN.model,
+        description="agent (rounds, reset to one stream) or independent",
+        json_schema_extra=_enum(MODELS),
+    )
+    lock_timeout_ms: int = Field(
+        default=_RUN.lock_timeout_ms, ge=1, description="lock timeout of a connection, ms"
+    )
+    error_policy: str = Field(
+        default=str(_RUN.error_policy), description=f"{POLICY_FORMS} (codes a dialect knows)"
+    )
+    retry_attempts: int = Field(
+        default=_RUN.retry_attempts, ge=1, description="tries of a deadlocked re-apply"
+    )
+    set_apply: bool = Field(default=_RUN.set_apply, description="one statement per run of one operation")
+
+    @field_validator("error_policy")
+    @classmethod
+    def _policy(cls, v: str) -> str:
+        _checked(ErrorPolicy.parse, v)
+        return v
+
+
+class WorkloadSection(_Table):
+    """[workload]: the seeded generator of the change stream."""
+
+    kind: str = Field(
+        default=_WORKLOAD.kind,
+        description="hazard workloads bring their own articles",
+        json_schema_extra=_enum(WORKLOADS),
+    )
+    initial_rows: int = Field(default=_WORKLOAD.initial_rows, ge=0, description="snapshot rows per article")
+    transactions: int = Field(default=_WORKLOAD.transactions, ge=1, description="transactions in the stream")
+    commands_per_transaction: int = Field(
+        default=_WORKLOAD.commands_per_transaction, ge=1, description="their size"
+    )
+    key_update_share: float = Field(
+        default=_WORKLOAD.key_update_share, ge=0, le=1, description="share of key updates"
+    )
+    chain_length: int = Field(
+        default=_WORKLOAD.chain_length, ge=1, description="links of a key chain (k1 -> k2 ...)"
+    )
+    seed: int = Field(default=_WORKLOAD.seed, description="the same seed gives the same stream")
+
+
+class ColumnEntry(_Table):
+    """A column of an article."""
+
+    name: str = Field(description="column name")
+    type: str = Field(description="SQL Server type name: int, nvarchar(40), decimal(12,2)...")
+    nullable: bool | None = Field(default=None, description="default: true, false for key columns")
+    key: bool = Field(default=False, description="part of the primary key")
+    identity: bool = Field(default=False, description="an identity column")
+    computed: bool = Field(default=False, description="computed at the subscriber: not replicated")
+
+    @field_validator("type")
+    @classmethod
+    def _type(cls, v: str) -> str:
+        _checked(parse_type, v)
+        return v
+
+
+class ReferenceEntry(_Table):
+    """A foreign key the subscriber adds."""
+
+    columns: list[str] = Field(min_length=1, description="columns of this article")
+    article: str = Field(description="parent article, schema.table")
+    parent_columns: list[str] = Field(min_length=1, description="the parent's key or unique columns")
+
+
+class ArticleEntry(_Table):
+    """[[articles]]: a published table."""
+
+    name: str | None = Field(default=None, description="schema.table (or give schema and table)")
+    schema_: str | None = Field(default=None, alias="schema", description="schema (default dbo), with table")
+    table: str | None = Field(default=None, description="table name, with schema")
+    columns: list[ColumnEntry] = Field(description="the table's columns")
+    key: list[str] | None = Field(
+        default=None, description="key columns in order (default: those with key = true)"
+    )
+    insert: str | None = Field(default=None, description="CALL (default), SQL or NONE; CALL <procedure>")
+    update: str | None = Field(default=None, description="SCALL (default), CALL, MCALL, XCALL, SQL or NONE")
+    delete: str | None = Field(default=None, description="CALL (default), XCALL, SQL or NONE")
+    filter: str | None = Field(default=None, description="row filter of the publication")
+    unique: list[list[str]] = Field(default_factory=list, description="unique keys the subscriber adds")
+    references: list[ReferenceEntry] = Field(default_factory=list, description="its foreign keys")
+
+    @field_validator("insert", "update", "delete")
+    @classmethod
+    def _delivery(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is not None:
+            _checked(Delivery.parse, info.field_name, v)
+        return v
+
+    @model_validator(mode="after")
+    def _names(self) -> ArticleEntry:
+        if self.name is not None:
+            if self.schema_ is not None or self.table is not None:
+                raise _At("name", "give name (schema.table) or schema and table, not both")
+            if "." not in self.name:
+                raise _At("name", f"expected schema.table, got {self.name!r}")
+        elif self.table is None:
+            raise ValueError("missing required key 'table' (or name = 'schema.table')")
+        return self
+
+
+class SubscriptionArticleEntry(_Table):
+    """[[subscriptions.articles]]: an article as this subscription takes it."""
+
+    name: str = Field(description="article, schema.table")
+    where: str | None = Field(default=None, description="row filter, a Spark SQL condition over its columns")
+    columns: list[str] | None = Field(default=None, description="column list, key included (default: all)")
+
+    @field_validator("where")
+    @classmethod
+    def _where(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError("must not be empty")
+        return v
+
+
+class SubscriptionEntry(_Table):
+    """[[subscriptions]]: a subscriber database."""
+
+    name: str = Field(description="subscription name")
+    database: str | None = Field(
+        default=None, description="database in the embedded cluster (default: the name)"
+    )
+    target: str | None = Field(default=None, description="an ODBC connection string instead")
+    streams: int | None = Field(
+        default=None, ge=1, le=64, description="subscription streams (default: run.streams)"
+    )
+    sqldml_threshold: int = Field(
+        default=50, ge=1, description="rs_sqldml: statements of at least this many rows"
+    )
+    articles: list[SubscriptionArticleEntry] | None = Field(
+        default=None, description="articles taken (default: all)"
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must not be empty")
+        return v
+
+
+class ConfigFile(_Table):
+    """An applier configuration file (TOML, YAML or JSON)."""
+
+    model_config = ConfigDict(title="applier configuration")
+
+    run: RunSection = Field(default_factory=lambda: RunSection(), description="how the stream is applied")
+    workload: WorkloadSection = Field(default_factory=lambda: WorkloadSection(), description="the generator")
+    articles: list[ArticleEntry] | None = Field(
+        default=None,
+        min_length=1,
+        description=f"published tables (none with a hazard workload: {HAZARD_WORKLOADS[0]}...)",
+    )
+    subscriptions: list[SubscriptionEntry] | None = Field(
+        default=None, min_length=1, description="subscriber databases"
+    )
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the file format, for editors."""
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **ConfigFile.model_json_schema()}
+
+
+# -- errors in words -------------------------------------------------------------------
+Loc = tuple[int | str, ...]
+M = TypeVar("M", bound=BaseModel)
+_TYPES = {
+    "int_type": "int",
+    "string_type": "str",
+    "bool_type": "bool",
+    "float_type": "float",
+    "list_type": "list",
+}
+
+
+def _path(loc: Loc) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".") or "top level"
+
+
+def _model_in(tp: Any) -> type[BaseModel] | None:
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return tp
+    return next((m for m in map(_model_in, get_args(tp)) if m is not None), None)
+
+
+def _fields_at(root: Any, loc: Loc) -> dict[str, FieldInfo]:
+    """The fields, by the key a file uses, of the table at ``loc`` below ``root`` (a type)."""
+    tp = root
+    for part in loc:
+        if isinstance(part, str):  # an int is a list index: _model_in looks into lists
+            field = _fields_at(tp, ()).get(part)
+            tp = field.annotation if field else None
+    model = _model_in(tp)
+    return {f.alias or n: f for n, f in model.model_fields.items()} if model else {}
+
+
+def _message(err: ErrorDetails, loc: Loc, field: FieldInfo | None) -> tuple[Loc, str]:
+    kind, value = err["type"], err["input"]
+    got = f"got {type(value).__name__} {value!r}"
+    if kind == "missing":
+        return loc[:-1], f"missing required key {loc[-1]!r}"
+    if kind in _TYPES:
+        return loc, f"expected {_TYPES[kind]}, {got}"
+    if kind in ("model_type", "dict_type"):
+        return (
+            loc,
+            f"expected {'a table' if loc else 'a table with [run], [workload] and [[articles]]'}, {got}",
+        )
+    if kind == "too_short":
+        return loc, "expected a non-empty list"
+    if kind in ("greater_than_equal", "less_than_equal"):
+        meta = field.metadata if field else []
+        lo = next((m.ge for m in meta if hasattr(m, "ge")), None)
+        hi = next((m.le for m in meta if hasattr(m, "le")), None)
+        bounds = (
+            f"{lo}..{hi}" if lo is not None and hi is not None else f">= {lo}" if hi is None else f"<= {hi}"
+        )
+        return loc, f"{loc[-1]} must be {bounds}, got {value!r}"
+    error = (err.get("ctx") or {}).get("error")
+    if isinstance(error, _At):
+        return (*loc, error.at), str(error)
+    return loc, str(error) if kind == "value_error" else err["msg"]
+
+
+class Problems:
+    """Errors of one source, reported together: ``"{source}: {path}: {message}"`` a line."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.items: list[tuple[str, str]] = []
+
+    def add(self, loc: Loc, message: str) -> None:
+        self.items.append((_path(loc), message))
+
+    def validate(self, root: Any, value: Any, prefix: Loc = ()) -> bool:
+        """Validate ``value`` as a ``root`` (a model or list type) found at ``prefix``."""
+        try:
+            TypeAdapter(root).validate_python(value)
+        except ValidationError as e:
+            self._add_pydantic(e, root, prefix)
+            return False
+        return True
+
+    def _add_pydantic(self, e: ValidationError, root: Any, prefix: Loc) -> None:
+        """pydantic's errors in words; the unknown keys of one table in one message."""
+        unknown: dict[Loc, list[str]] = {}
+        found: list[tuple[Loc, str | list[str]]] = []  # a message, or the unknown keys of a table
+        for err in e.errors():
+            rel = tuple(err["loc"])
+            if err["type"] != "extra_forbidden":
+                field = _fields_at(root, rel[:-1]).get(str(rel[-1])) if rel else None
+                found.append(_message(err, prefix + rel, field))
+            elif rel[:-1] in unknown:
+                unknown[rel[:-1]].append(str(rel[-1]))
+            else:
+                unknown[rel[:-1]] = [str(rel[-1])]
+                found.append((rel[:-1], unknown[rel[:-1]]))
+        for loc, what in found:
+            if isinstance(what, str):
+                self.add(loc, what)
+            else:
+                allowed = sorted(_fields_at(root, loc))
+                self.add(prefix + loc, f"unknown key(s) {sorted(what)} (allowed: {allowed})")
+
+    def check(self) -> None:
+        """Raise one ConfigError naming every problem found."""
+        if self.items:
+            raise ConfigError("\n".join(f"{self.source}: {p}: {m}" for p, m in self.items))
+
+
+def quiet(model: type[M], value: Any) -> M | None:
+    """The table if it validates (its errors are reported by the validation of the whole)."""
+    try:
+        return model.model_validate(value)
+    except ValidationError:
+        return None

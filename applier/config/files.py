@@ -1,0 +1,276 @@
+"""Reading a configuration: files and dicts in, the domain model out, every check done once.
+
+Owns parsing (TOML, YAML, JSON), the conversion of the file format (``fileformat.py``) to the
+domain model (``model.py``), the checks that span keys (unique names, subscription articles,
+combinations of settings: "every accepted key is used or refused"), and the same checks for
+configurations changed on the command line (:func:`with_overrides`) or built in code
+(:func:`check_config`). Errors name the source and the key path, all of them at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from applier.articles import Article, Column, Delivery, parse_type
+from applier.config.demo import demo_articles
+from applier.config.fileformat import (
+    ArticleEntry,
+    ConfigFile,
+    Loc,
+    Problems,
+    RunSection,
+    SubscriptionEntry,
+    WorkloadSection,
+    quiet,
+)
+from applier.config.model import (
+    HAZARD_WORKLOADS,
+    WORKLOADS,
+    ArticleSubscription,
+    Config,
+    RunSettings,
+    Subscription,
+    Workload,
+    subscription_to_dict,
+)
+from applier.config.policy import ErrorPolicy
+from applier.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+_GENERATING = ", ".join(w for w in WORKLOADS if w not in HAZARD_WORKLOADS)
+
+
+def _article(f: ArticleEntry, loc: Loc, problems: Problems) -> Article | None:
+    """The article of an entry that validated (None: its problems are added)."""
+    schema, table = f.name.split(".", 1) if f.name else (f.schema_ or "dbo", f.table or "")
+    before = len(problems.items)
+    names = {c.name for c in f.columns}
+    for i, u in enumerate(f.unique):
+        if not u or any(c not in names for c in u):
+            problems.add((*loc, "unique", i), f"expected a list of column names, got {u!r}")
+    for i, r in enumerate(f.references):
+        bad = [c for c in r.columns if c not in names]
+        if bad:
+            problems.add(
+                (*loc, "references", i, "columns"), f"{bad[0]!r} is not a column of {schema}.{table}"
+            )
+        elif len(r.columns) != len(r.parent_columns):
+            problems.add((*loc, "references", i), "columns and parent_columns differ in length")
+    if len(problems.items) > before:
+        return None
+    ops = (("insert", f.insert), ("update", f.update), ("delete", f.delete))
+    kw: dict[str, Any] = {op: Delivery.parse(op, v) for op, v in ops if v is not None}
+    columns = tuple(
+        Column(
+            c.name,
+            parse_type(c.type),
+            not c.key if c.nullable is None else c.nullable,
+            c.identity,
+            c.computed,
+        )
+        for c in f.columns
+    )
+    keys = tuple(f.key) if f.key is not None else tuple(c.name for c in f.columns if c.key)
+    refs = tuple((tuple(r.columns), r.article, tuple(r.parent_columns)) for r in f.references)
+    try:
+        unique = tuple(tuple(u) for u in f.unique)
+        return Article(schema, table, columns, keys, filter=f.filter, unique=unique, references=refs, **kw)
+    except ConfigError as e:  # the article's own checks: columns, key
+        problems.add(loc, str(e))
+        return None
+
+
+def _articles(raw: list[Any], problems: Problems) -> tuple[Article, ...] | None:
+    """The articles of a list (its pydantic errors already added); None if one is wrong."""
+    entries = [quiet(ArticleEntry, a) for a in raw]
+    built = [_article(f, ("articles", i), problems) if f else None for i, f in enumerate(entries)]
+    ok = [a for a in built if a is not None]
+    names = [a.name for a in ok]
+    dups = sorted({n for n in names if names.count(n) > 1})
+    if dups:
+        problems.add(("articles",), f"duplicate article(s) {dups}")
+    by_name = {a.name: a for a in ok}
+    for i, a in enumerate(built):
+        for j, (_cols, parent, pcols) in enumerate(a.references if a else ()):
+            p = by_name.get(parent)  # a parent that is not published: nothing to reference
+            if p is not None and not any(set(pcols) == set(k) for k in (p.key, *p.unique)):
+                where = ("articles", i, "references", j, "parent_columns")
+                problems.add(where, f"{list(pcols)} is neither the key nor a unique key of {parent}")
+    return tuple(ok) if len(ok) == len(built) and not dups else None
+
+
+def _subscription(
+    f: SubscriptionEntry, arts: tuple[Article, ...], loc: Loc, problems: Problems
+) -> Subscription:
+    by_name = {a.name: a for a in arts}
+    taken: list[ArticleSubscription] = []
+    for i, s in enumerate(f.articles or ()):
+        art, here = by_name.get(s.name), (*loc, "articles", i)
+        if art is None:
+            problems.add((*here, "name"), f"unknown article {s.name!r} (known: {', '.join(sorted(by_name))})")
+            continue
+        cols: tuple[str, ...] | None = None
+        if s.columns is not None:
+            bad = [c for c in s.columns if c not in art.column_names]
+            missing = [k for k in art.key if k not in s.columns]
+            if bad:
+                problems.add((*here, "columns"), f"{bad[0]!r} is not a column of {s.name}")
+            elif missing:
+                problems.add((*here, "columns"), f"the key column {missing[0]!r} must be in the column list")
+            cols = tuple(c for c in art.column_names if c in s.columns)  # article order
+        taken.append(ArticleSubscription(s.name, s.where, cols))
+    seen = [s.article for s in taken]
+    if len(set(seen)) < len(seen):
+        twice = sorted({n for n in seen if seen.count(n) > 1})
+        problems.add((*loc, "articles"), f"article(s) listed twice: {twice}")
+    return Subscription(
+        f.name,
+        None if f.articles is None else tuple(taken),
+        database=f.database,
+        target=f.target,
+        streams=f.streams,
+        sqldml_threshold=f.sqldml_threshold,
+    )
+
+
+def _combinations(
+    run: RunSection | None, workload: WorkloadSection | None, given: bool, problems: Problems
+) -> None:
+    """Settings each valid alone that do not go together."""
+    if run is not None and run.partition == "writeset" and run.model != "independent":
+        problems.add(
+            ("run",),
+            f"partition 'writeset' needs model 'independent', not {run.model!r} (the agent commits per "
+            "round, so a writeset dependency inside a round could never be seen committed)",
+        )
+    if workload is None:
+        return
+    hazard = workload.kind in HAZARD_WORKLOADS
+    if not given and not hazard:
+        problems.add(
+            ("articles",),
+            f"missing (workload {workload.kind!r} changes the published tables); "
+            "list the published tables, or use a hazard workload, which brings its own articles",
+        )
+    if given and hazard:
+        problems.add(
+            ("articles",),
+            f"workload {workload.kind!r} brings its own articles, so these would be ignored; "
+            f"remove them, or use a workload that changes them ({_GENERATING})",
+        )
+
+
+def parse_config(data: Any, source: str = "<config>") -> Config:
+    """The configuration a file's data describes (a mapping, as TOML, YAML or JSON read it)."""
+    problems = Problems(source)
+    problems.validate(ConfigFile, data)
+    if not isinstance(data, Mapping):
+        problems.check()  # it did not validate
+    run, workload = quiet(RunSection, data.get("run", {})), quiet(WorkloadSection, data.get("workload", {}))
+    raw = data.get("articles")
+    _combinations(run, workload, raw is not None, problems)
+    articles: tuple[Article, ...] | None = None
+    if raw is None:
+        articles = demo_articles()  # placeholders (a hazard workload brings its own) or refused above
+    elif isinstance(raw, list) and raw:
+        articles = _articles(raw, problems)
+    subscriptions: list[Subscription] = []
+    raw_subs = data.get("subscriptions")
+    if articles is not None and isinstance(raw_subs, list):  # else unknown names would be guesses
+        for i, s in enumerate(raw_subs):
+            f = quiet(SubscriptionEntry, s)
+            if f is not None:
+                subscriptions.append(_subscription(f, articles, ("subscriptions", i), problems))
+        names = [s.name for s in subscriptions]
+        if len(set(names)) < len(names):
+            dups = sorted({n for n in names if names.count(n) > 1})
+            problems.add(("subscriptions",), f"duplicate subscription(s) {dups}")
+    problems.check()
+    assert run is not None and workload is not None and articles is not None  # else a problem says why
+    settings = RunSettings(**{**run.model_dump(), "error_policy": ErrorPolicy.parse(run.error_policy)})
+    generator = Workload(**{**workload.model_dump(), "key_update_share": float(workload.key_update_share)})
+    return Config(articles, settings, generator, source, tuple(subscriptions))
+
+
+def load_config(path: str | Path) -> Config:
+    """A TOML file (YAML for .yaml/.yml, JSON for .json), checked."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    suffix = path.suffix.lower()
+    fmt = "YAML" if suffix in (".yaml", ".yml") else "JSON" if suffix == ".json" else "TOML"
+    try:
+        if fmt == "YAML":
+            import yaml
+
+            data = yaml.safe_load(text)
+        elif fmt == "JSON":
+            data = json.loads(text)
+        else:
+            data = tomllib.loads(text)
+    except Exception as e:  # noqa: BLE001 - parser errors of three libraries, all reported alike
+        raise ConfigError(f"{path}: not valid {fmt}: {e}") from None
+    return parse_config(data, str(path))
+
+
+def parse_article_dicts(items: Sequence[Mapping[str, Any]], source: str) -> tuple[Article, ...]:
+    """Articles as a file's ``articles`` list gives them, with the same checks."""
+    problems = Problems(source)
+    raw = list(items)
+    problems.validate(list[ArticleEntry], raw, ("articles",))
+    articles = _articles(raw, problems)
+    problems.check()
+    assert articles is not None  # else a problem says why
+    return articles
+
+
+def validate_workload(workload: Workload, source: str = "<settings>") -> None:
+    """Check a workload built in code as a file's [workload] would be."""
+    problems = Problems(source)
+    problems.validate(WorkloadSection, dataclasses.asdict(workload), ("workload",))
+    problems.check()
+
+
+def _as_file(config: Config, run: Mapping[str, Any], workload: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` (with these changes) as a file would give it: subscription targets as they
+    are, and no articles where they are the placeholders of a hazard workload."""
+    d = config.to_dict()
+    del d["source"]
+    policy = run.get("error_policy")
+    d["run"].update(run, **({"error_policy": str(policy)} if isinstance(policy, ErrorPolicy) else {}))
+    d["workload"].update(workload)
+    if config.subscriptions:
+        d["subscriptions"] = [subscription_to_dict(s, redact=False) for s in config.subscriptions]
+    # A file with a hazard workload gives no articles; the demo's own config does.
+    placeholders = config.workload.kind in HAZARD_WORKLOADS and config.source != Config.source
+    if config.articles == demo_articles() and (d["workload"].get("kind") in HAZARD_WORKLOADS or placeholders):
+        del d["articles"]
+    return d
+
+
+def with_overrides(
+    config: Config,
+    *,
+    run: Mapping[str, Any] | None = None,
+    workload: Mapping[str, Any] | None = None,
+    source: str = "command line",
+) -> Config:
+    """``config`` with these [run] / [workload] keys changed (``run["error_policy"]`` a string),
+    checked as a file would be; errors name ``source``, the result keeps ``config.source``."""
+    return parse_config(_as_file(config, run or {}, workload or {}), source).replace(source=config.source)
+
+
+def check_config(config: Config) -> Config:
+    """A configuration built in code, checked as a file would be; returns the checked copy."""
+    return parse_config(_as_file(config, {}, {}), config.source)

@@ -1,0 +1,194 @@
+"""The domain model of a run's configuration: plain frozen dataclasses, no validation.
+
+Owns the names of the workloads, partition strategies and apply models, and the classes
+:class:`Workload`, :class:`RunSettings`, :class:`ArticleSubscription`, :class:`Subscription`
+and :class:`Config`. They are validated once, where they come in (``files.py``); Spark
+pickles them to executors, so they stay plain dataclasses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from applier.articles import Article, Delivery
+from applier.config.policy import ErrorPolicy
+
+HAZARD_WORKLOADS = (
+    "key-chain",
+    "key-swap",
+    "delete-reinsert",
+    "vacated-insert",
+    "reorder",
+    "unique-shuffle",
+    "parent-child",
+    "hot-key",
+)
+WORKLOADS = ("uniform", "key-chains", "updates", *HAZARD_WORKLOADS)
+PARTITIONS = ("key-hash", "single", "round-robin", "writeset")
+MODELS = ("agent", "independent")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Knobs of the seeded generator."""
+
+    kind: str = "key-chains"
+    initial_rows: int = 2000
+    transactions: int = 2000
+    commands_per_transaction: int = 5
+    key_update_share: float = 0.01
+    chain_length: int = 3
+    seed: int = 42
+
+    @property
+    def commands(self) -> int:
+        """Commands the stream holds (the generator fills every transaction)."""
+        return self.transactions * self.commands_per_transaction
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How the change stream is applied: streams, rounds, partitioning, apply model, errors."""
+
+    subscription: str = "applier"
+    streams: int = 4
+    commit_batch_size: int = 100
+    partition: str = "key-hash"
+    model: str = "agent"
+    lock_timeout_ms: int = 2000
+    error_policy: ErrorPolicy = field(default_factory=ErrorPolicy)
+    retry_attempts: int = 5
+    # Set-based apply: runs of one operation on one article in one statement per parallel
+    # round (generated procedures only; re-applies after a reset stay row by row).
+    set_apply: bool = False
+
+
+@dataclass(frozen=True)
+class ArticleSubscription:
+    """One article as a subscription takes it: a row filter and a column list."""
+
+    article: str
+    where: str | None = None  # a Spark SQL condition over the article columns (`quoted` names)
+    columns: tuple[str, ...] | None = None  # None: every column, including columns added later
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """A subscriber database with its row filters and column lists ([[subscriptions]])."""
+
+    name: str
+    articles: tuple[ArticleSubscription, ...] | None = None  # None: every article, whole
+    database: str | None = None  # database in the embedded cluster (default: the name)
+    target: str | None = None  # an ODBC connection string instead
+    streams: int | None = None  # default: [run] streams
+    sqldml_threshold: int = 50  # rs_sqldml: statements of at least this many rows go as statements
+
+    def of(self, article: str) -> ArticleSubscription | None:
+        """How this subscription takes ``article`` (None: it does not take it)."""
+        if self.articles is None:
+            return ArticleSubscription(article)
+        for a in self.articles:
+            if a.article == article:
+                return a
+        return None
+
+    def full_copy(self, all_articles: tuple[str, ...]) -> bool:
+        """Every article, every row, every column: a warm-standby-like copy (C2 allowed)."""
+        subs = [self.of(n) for n in all_articles]
+        return all(s is not None and s.where is None and s.columns is None for s in subs)
+
+
+def _article_subscription_dict(a: ArticleSubscription) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": a.article}
+    if a.where is not None:
+        out["where"] = a.where
+    if a.columns is not None:
+        out["columns"] = list(a.columns)
+    return out
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything a run needs: the articles, how to apply, what to generate, the subscribers."""
+
+    articles: tuple[Article, ...]
+    run: RunSettings = field(default_factory=RunSettings)
+    workload: Workload = field(default_factory=Workload)
+    source: str = "<defaults>"
+    subscriptions: tuple[Subscription, ...] = ()
+
+    def article(self, name: str) -> Article:
+        for a in self.articles:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    def replace(self, **changes: Any) -> Config:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``source`` and the file format's sections (run, workload, articles, subscriptions);
+        subscription targets, which may hold passwords, read ``***``."""
+        out: dict[str, Any] = {
+            "source": self.source,
+            "run": {**dataclasses.asdict(self.run), "error_policy": str(self.run.error_policy)},
+            "workload": dataclasses.asdict(self.workload),
+            "articles": [article_to_dict(a) for a in self.articles],
+        }
+        if self.subscriptions:
+            out["subscriptions"] = [subscription_to_dict(s) for s in self.subscriptions]
+        return out
+
+
+def subscription_to_dict(s: Subscription, *, redact: bool = True) -> dict[str, Any]:
+    """The subscription in the file format, keys left unset omitted; ``redact``: target ``***``."""
+    out: dict[str, Any] = {"name": s.name}
+    if s.database is not None:
+        out["database"] = s.database
+    if s.target is not None:
+        out["target"] = "***" if redact else s.target
+    if s.streams is not None:
+        out["streams"] = s.streams
+    out["sqldml_threshold"] = s.sqldml_threshold
+    if s.articles is not None:
+        out["articles"] = [_article_subscription_dict(a) for a in s.articles]
+    return out
+
+
+def article_to_dict(a: Article) -> dict[str, Any]:
+    """The article in the file format; ``filter``, ``unique`` and ``references`` only when set."""
+
+    def delivery(d: Delivery) -> str:
+        return d.syntax.value + (f" {d.procedure}" if d.procedure else "")
+
+    out: dict[str, Any] = {
+        "schema": a.schema,
+        "table": a.table,
+        "columns": [
+            {
+                "name": c.name,
+                "type": str(c.type),
+                "nullable": c.nullable,
+                "identity": c.identity,
+                "key": c.name in a.key,
+                "computed": c.computed,
+            }
+            for c in a.columns
+        ],
+        "key": list(a.key),
+        "insert": delivery(a.insert),
+        "update": delivery(a.update),
+        "delete": delivery(a.delete),
+    }
+    if a.filter is not None:
+        out["filter"] = a.filter
+    if a.unique:
+        out["unique"] = [list(u) for u in a.unique]
+    if a.references:
+        out["references"] = [
+            {"columns": list(cols), "article": parent, "parent_columns": list(pcols)}
+            for cols, parent, pcols in a.references
+        ]
+    return out

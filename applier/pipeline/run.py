@@ -1,0 +1,306 @@
+"""The run loop: sources -> for each subscription: distribute -> prepare -> segments -> verify.
+
+A plain run (no ``[[subscriptions]]``) is one full-copy subscription named after
+``[run] subscription``; a stream without schema changes or statements is one segment. This
+module only sequences the stages; each stage lives in its own package.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from applier.apply.events import EVENT_SCHEMA
+from applier.apply.install import add_constraints, install, load_snapshot
+from applier.apply.job import StreamJob
+from applier.apply.summary import summarize
+from applier.config import Config, Subscription
+from applier.distribute.routing import filter_rows, route, sub_articles
+from applier.errors import ApplierError, InputError
+from applier.pipeline.segments import Applied, Plan, Settings, apply_segments, plan_barriers
+from applier.records.events import Schemas
+from applier.records.schema import EVENT_OPS
+from applier.results import Check, RunResult, SubscriptionResult
+from applier.sources.dataset import ChangeSet, generate, read_changes
+from applier.sources.hazards import effective_config
+from applier.targets.connection import REAPPLY
+from applier.targets.endpoint import Endpoint
+from applier.verify.diff import verify
+from applier.verify.oracle import digested, latest_rows, oracle, oracle_digest, replicated
+from applier.verify.target import read_target
+
+Say = Callable[[str], None]
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+FATAL = "the single connection hit an error the policy does not skip"
+
+
+def subscriptions(config: Config) -> tuple[Subscription, ...]:
+    """The run's subscriptions: ``[[subscriptions]]``, or one full copy named after
+    ``[run] subscription`` (a plain run)."""
+    return config.subscriptions or (Subscription(config.run.subscription),)
+
+
+def load_stream(
+    spark: SparkSession, config: Config, changes: str | Path | None, snapshot: str | Path | None
+) -> ChangeSet:
+    if changes is None:
+        return generate(spark, config)
+    return read_changes(spark, config, changes, snapshot)
+
+
+def run(
+    spark: SparkSession,
+    config: Config,
+    endpoints: Mapping[str, Endpoint],
+    *,
+    changes: str | Path | None = None,
+    snapshot: str | Path | None = None,
+    work_dir: str | Path | None = None,
+    custom_sql: Sequence[Path] = (),
+    resume: bool = False,
+    progress: Progress | None = None,
+    on_phase: Say | None = None,
+) -> RunResult:
+    """Apply one stream to every subscription (``endpoints``: its subscriber database, by
+    subscription name) and verify each against the oracle, filtered its way.
+
+    ``resume``: the subscribers already hold an earlier run of the same stream (crashed or
+    stopped): keep their tables and progress rows, and let every stream skip what its progress
+    row shows committed: nothing lost, nothing applied twice."""
+    if changes is None:
+        config = effective_config(config)  # a hazard workload brings its own articles
+    say = on_phase or (lambda _: None)
+    subs = subscriptions(config)
+    missing = [s.name for s in subs if s.name not in endpoints]
+    if missing:
+        raise ApplierError(f"no subscriber database for subscription(s) {missing}")
+    own_dir = work_dir is None
+    wd = Path(tempfile.mkdtemp(prefix="applier-work-")) if work_dir is None else Path(work_dir)
+    wd.mkdir(parents=True, exist_ok=True)
+    try:
+        say("reading changes" if changes else f"generating {config.workload.kind} workload")
+        t = time.perf_counter()
+        cs = load_stream(spark, config, changes, snapshot)
+        by_name = {a.name: a for a in config.articles}
+        schemas = cs.schemas or Schemas.build(by_name, [])
+        # Schema changes, statements and procedures: few, collected once (row commands never
+        # are). A generated stream has none.
+        events = (
+            [] if changes is None else cs.changes.where(F.col("op").isin(*EVENT_OPS)).orderBy("lsn").collect()
+        )
+        if resume and events:
+            raise InputError(
+                f"{changes}: --resume cannot continue a stream with schema changes, statements or "
+                "applied procedures (they are applied once, between segments)"
+            )
+        read_seconds = time.perf_counter() - t
+        out = []
+        for sub in subs:
+            out.append(
+                _subscription(
+                    spark,
+                    config,
+                    cs,
+                    schemas,
+                    events,
+                    sub,
+                    endpoints[sub.name],
+                    wd,
+                    custom_sql,
+                    resume,
+                    say,
+                    progress or (lambda *_: None),
+                    read_seconds,
+                    changes is None,
+                )
+            )
+            read_seconds = 0.0  # the stream is read once, for the first subscription
+        cs.unpersist()
+        return RunResult(tuple(out), config.to_dict(), implicit=not config.subscriptions)
+    finally:
+        if own_dir:
+            shutil.rmtree(wd, ignore_errors=True)
+
+
+def _subscription(
+    spark: SparkSession,
+    config: Config,
+    cs: ChangeSet,
+    schemas: Schemas,
+    events: list[Any],
+    sub: Subscription,
+    endpoint: Endpoint,
+    wd: Path,
+    custom_sql: Sequence[Path],
+    resume: bool,
+    say: Say,
+    progress: Progress,
+    read_seconds: float,
+    generated: bool,
+) -> SubscriptionResult:
+    rs = config.run
+    names = tuple(a.name for a in config.articles)
+    full_copy = sub.full_copy(names)
+    # A full copy of a stream without events and schema changes receives every command as it
+    # is: nothing to route, and the plan may read counts it already knows.
+    identity = full_copy and not events and cs.schemas is None
+    phases: dict[str, float] = {}
+    t = time.perf_counter()
+    if identity:
+        routed, routing = cs.changes, {}
+    else:
+        say(f"{sub.name}: distributing")
+        has_sql = any(r["op"] in ("SQL", "PROC") for r in events)
+        routed = route(cs.changes, schemas, sub, has_sql).persist(StorageLevel.MEMORY_AND_DISK)
+        routing = {
+            f"{r['source_op']}>{r['op']}": int(r["count"])
+            for r in routed.where(F.col("op").isin("I", "U", "D"))
+            .groupBy("source_op", "op")
+            .count()
+            .collect()
+        }
+    first = sub_articles(schemas, sub, {})
+    set_apply = rs.set_apply and cs.schemas is None
+    if rs.set_apply and not set_apply:
+        say(f"{sub.name}: set-based apply is off: the stream changes the schema (applying row by row)")
+    if set_apply and not endpoint.dialect.SET_APPLY:
+        say(f"set-based apply is not available for {endpoint.dialect_name}: applying row by row")
+    loaded = 0
+    if resume:
+        say("resuming from the progress table")
+    else:
+        say(
+            "installing tables and procedures"
+            if identity
+            else f"{sub.name}: installing tables and procedures"
+        )
+        install(endpoint, first, sub.name, custom_sql=custom_sql, set_apply=set_apply)
+        snap = (
+            cs.snapshot
+            if identity
+            else filter_rows(cs.snapshot.withColumn("schema_version", F.lit(1)), schemas, sub, final=False)
+        )
+        loaded = load_snapshot(snap, endpoint, first)
+        if full_copy:
+            add_constraints(endpoint, first)
+    phases["prepare"] = read_seconds + time.perf_counter() - t
+
+    plan = Plan() if identity else plan_barriers(routed, events, sub, full_copy)
+    streams = sub.streams or rs.streams
+    job = StreamJob(
+        endpoint,
+        first,
+        sub.name,
+        streams,
+        0,
+        rs.lock_timeout_ms,
+        rs.error_policy,
+        retry=dataclasses.replace(REAPPLY, attempts=rs.retry_attempts),
+        set_apply=set_apply,
+        batch_events=not plan.barriers,
+    )
+    st = Settings(
+        sub.name,
+        streams,
+        rs.commit_batch_size,
+        rs.partition,
+        rs.model,
+        rs.lock_timeout_ms,
+        job,
+        resume,
+        size_hint=config.workload.commands if generated else None,
+    )
+    known = None
+    if identity and cs.stats is not None:
+        known = (cs.stats.first_xact, cs.stats.transactions, cs.stats.commands)
+    applied = apply_segments(spark, routed, schemas, sub, st, plan, wd, say, progress, known)
+    phases["plan"] = applied.plan_seconds
+    phases["apply"] = applied.apply_seconds
+
+    t = time.perf_counter()
+    ev = _union(spark, applied.events)
+    summary = summarize(
+        ev,
+        rounds=applied.rounds,
+        streams=streams,
+        commands=applied.commands,
+        transactions=applied.transactions,
+        apply_seconds=applied.apply_seconds,
+        segments=applied.segments,
+        snapshot_rows=loaded,
+        source=cs.origin,
+    )
+    say("verifying" if identity else f"{sub.name}: verifying")
+    final = sub_articles(schemas, sub, {n: len(v) for n, v in schemas.versions.items()})
+    try:
+        check = _verify(spark, cs, schemas, sub, endpoint, final, identity, routed, applied, ev)
+    except ApplierError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a checker that crashes says unknown, never passes
+        check = Check.unknown(f"verification failed: {type(e).__name__}: {e}")
+    phases["verify"] = time.perf_counter() - t
+    if applied.planned is not None:
+        applied.planned.unpersist()
+    if not identity:
+        routed.unpersist()
+    fatal = applied.fatal or summary.fatal
+    return SubscriptionResult(
+        sub.name,
+        endpoint.description,
+        check,
+        summary,
+        phases,
+        FATAL if fatal else None,
+        routing,
+        tuple(plan.statements),
+        tuple(applied.schema_changes),
+        tuple(plan.procedures),
+    )
+
+
+def _union(spark: SparkSession, parts: list[DataFrame]) -> DataFrame:
+    if not parts:
+        return spark.createDataFrame([], EVENT_SCHEMA)
+    df = parts[0]
+    for p in parts[1:]:
+        df = df.unionByName(p, allowMissingColumns=True)
+    return df
+
+
+def _verify(
+    spark: SparkSession,
+    cs: ChangeSet,
+    schemas: Schemas,
+    sub: Subscription,
+    endpoint: Endpoint,
+    final: tuple[Any, ...],
+    identity: bool,
+    routed: DataFrame,
+    applied: Applied,
+    events: DataFrame,
+) -> Check:
+    """The subscriber against the oracle. A full copy of one schema version compares digests
+    first (the images are read only to explain a divergence); a filtered subscription compares
+    the oracle filtered by its where clauses, cut to its columns, at the last versions."""
+    found = read_target(spark, endpoint, final)
+    if identity:
+        # A generated stream is not cached: its commands are read back from the planned stream
+        # (cached, its count checked); anything else from the stream as read.
+        source = applied.planned if applied.planned is not None and cs.stats is not None else cs.changes
+        commands_in = replicated(source, final)
+        expected = oracle(commands_in, cs.snapshot)
+        digests = (oracle_digest(commands_in, cs.snapshot), digested(found))
+        blame = applied.planned if applied.planned is not None else cs.changes
+        return verify(expected, found, blame, events, digests=digests)
+    commands_in = replicated(cs.changes, final)
+    expected = filter_rows(latest_rows(commands_in, cs.snapshot), schemas, sub)
+    return verify(expected, found, routed.where(F.col("op").isin("I", "U", "D")), events)

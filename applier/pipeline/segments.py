@@ -1,0 +1,352 @@
+"""One subscription's stream, cut into segments at its barrier events, each applied by the model.
+
+A barrier is a schema change (seed 001), an rs_sqldml statement sent as a statement (seed
+004) or an applied procedure delivered as the procedure (seed 000). Between barriers the apply
+model runs as usual (N streams, rounds, resets); at a barrier every stream has drained and
+committed (the model's stage has ended), the barrier is applied on one connection
+(``apply.barriers``), and the next segment starts, its calls planned for the new shape. A
+stream without barriers is one segment: a plain run is one full-copy subscription with one
+segment.
+
+A barrier inside a transaction splits that transaction's commit at the subscriber; the end
+state is the same. Each segment keeps its own progress rows (``<subscription>/<k>``) because
+round numbers start again at 0 in every segment. Barrier events are collected to the driver
+(there are few); row commands never are.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from applier.apply import apply_model
+from applier.apply.barriers import apply_schema_change, apply_statement, call_procedure, schema_change_sql
+from applier.apply.job import StreamJob
+from applier.articles import Article
+from applier.config import Subscription
+from applier.distribute.routing import sub_articles
+from applier.distribute.statements import STATEMENT, decide
+from applier.partition.layout import lay_out
+from applier.partition.strategies import partition, with_rounds
+from applier.records.events import AppliedProcedure, Schemas, SqlStatement
+from applier.sparkenv import cache_level
+from applier.targets.endpoint import Endpoint
+from applier.targets.progress import ProgressTable
+
+log = logging.getLogger("applier.pipeline")
+Say = Callable[[str], None]
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@dataclass
+class Plan:
+    """Which events of the stream are barriers for this subscription, and what was decided."""
+
+    barriers: list[Any] = field(default_factory=list)
+    statements: list[dict[str, Any]] = field(default_factory=list)
+    procedures: list[dict[str, Any]] = field(default_factory=list)
+
+
+def plan_barriers(routed: DataFrame, events: Sequence[Any], sub: Subscription, full_copy: bool) -> Plan:
+    """The barriers among the stream's DDL, SQL and PROC events (in lsn order) for ``sub``:
+    every schema change; each statement the subscription takes as a statement (seed 004);
+    each applied procedure it receives as the procedure (seed 000)."""
+    rows = [r for r in events if sub.of(r["article"]) is not None]
+    out = Plan()
+    per_stmt: dict[int, tuple[int, int]] = {}
+    if any(r["op"] == "SQL" for r in rows):
+        for r in (
+            routed.where(F.col("statement").isNotNull() & F.col("op").isin("I", "U", "D"))
+            .groupBy("statement")
+            .agg(
+                F.count("*").alias("n"),
+                F.sum(F.when(F.col("op") != F.col("source_op"), 1).otherwise(0)).alias("m"),
+            )
+            .collect()
+        ):
+            per_stmt[int(r["statement"])] = (int(r["n"]), int(r["m"] or 0))
+    delivered: set[int] = set()
+    sent_instead: dict[int, str] = {}
+    procs = [int(r["lsn"]) for r in rows if r["op"] == "PROC"]
+    if procs:
+        delivered = {int(r["lsn"]) for r in routed.where(F.col("op") == "PROC").select("lsn").collect()}
+        for r in (
+            routed.where(F.col("statement").isin(procs)).select("statement", "source_op", "op").collect()
+        ):
+            sent_instead[int(r["statement"])] = f"{r['source_op']}>{r['op']}"
+    for r in rows:
+        lsn = int(r["lsn"])
+        if r["op"] == "DDL":
+            out.barriers.append(r)
+        elif r["op"] == "PROC":
+            proc = AppliedProcedure.parse(json.loads(r["after"]), f"lsn {lsn}")
+            sent = "procedure" if lsn in delivered else sent_instead.get(lsn, "nothing")
+            out.procedures.append(
+                {"lsn": lsn, "article": r["article"], "procedure": proc.procedure, "sent_as": sent}
+            )
+            if lsn in delivered:
+                out.barriers.append(r)
+        else:
+            stmt = SqlStatement.parse(json.loads(r["after"]), f"lsn {lsn}")
+            n, migrated = per_stmt.get(lsn, (0, 0))
+            dec = decide(stmt, sub.sqldml_threshold, full_copy, n, migrated)
+            out.statements.append(
+                {
+                    "lsn": r["lsn"],
+                    "article": r["article"],
+                    "operator": stmt.operator,
+                    "category": stmt.category,
+                    "rs_rowcount": stmt.rowcount,
+                    "rows_routed": n,
+                    "sent_as": dec.send,
+                    "reason": dec.reason,
+                    "subscriber_rowcount": None,
+                    "fallback": False,
+                }
+            )
+            if dec.send == STATEMENT:
+                out.barriers.append(r)
+    return out
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How one subscription's segments are applied (from [run] and the subscription)."""
+
+    name: str
+    streams: int
+    commit_batch_size: int
+    strategy: str
+    model: str
+    lock_timeout_ms: int
+    job: StreamJob  # the template every segment's job is made from
+    resume: bool = False
+    size_hint: int | None = None  # commands the stream holds, when known before reading it
+
+
+@dataclass
+class Applied:
+    """What the segments did: events, counts, the planned stream of a single segment."""
+
+    events: list[DataFrame] = field(default_factory=list)
+    rounds: int = 0
+    segments: int = 0
+    commands: int = 0
+    transactions: int = 0
+    apply_seconds: float = 0.0
+    plan_seconds: float = 0.0
+    fatal: bool = False
+    schema_changes: list[dict[str, Any]] = field(default_factory=list)
+    planned: DataFrame | None = None  # the one segment's laid-out stream, kept for verify
+
+
+def _poll_progress(
+    target: Endpoint, name: str, total: int, progress: Progress, stop: threading.Event
+) -> None:
+    """Rounds committed, read from the progress table (the agent's own watermark)."""
+    try:
+        conn = target.connect(1000)
+    except Exception:  # noqa: BLE001 - progress display is best effort
+        return
+    table = ProgressTable(target.dialect)
+    try:
+        cur = conn.cursor()
+        while not stop.wait(0.5):
+            try:
+                last = table.last_round(cur, name)
+                conn.commit()
+                progress("apply", 0 if last is None else last + 1, total)
+            except Exception:  # noqa: BLE001
+                return
+    finally:
+        conn.close()
+
+
+def _segment(
+    spark: SparkSession,
+    rows: DataFrame,
+    articles: tuple[Article, ...],
+    k: int,
+    st: Settings,
+    known: tuple[int, int, int] | None,
+    keep_planned: bool,
+    work_dir: Path,
+    out: Applied,
+    say: Say,
+    progress: Progress,
+) -> DataFrame | None:
+    """Plan, partition, lay out and apply one segment; its events (None: nothing to apply).
+    ``known``: (first transaction, transactions, commands) of a stream whose transactions are
+    consecutive and counted, read without a pass over it."""
+    t = time.perf_counter()
+    indexed, n_rounds = with_rounds(rows, st.commit_batch_size, known[:2] if known else None)
+    if not n_rounds:
+        return None
+    name = st.name if k == 0 else f"{st.name}/{k}"
+    endpoint = st.job.endpoint
+    if k > 0 and not st.resume:
+        conn = endpoint.connect()
+        try:
+            ProgressTable(endpoint.dialect).clear(conn.cursor(), name)
+            conn.commit()
+        finally:
+            conn.close()
+    laid_out = lay_out(partition(indexed, st.strategy, st.streams, articles), st.streams, articles)
+    planned = laid_out.persist(cache_level(st.size_hint))
+    if known is not None:
+        commands, transactions = planned.count(), known[1]
+        if commands != known[2]:  # the oracle reads `planned` then: nothing may be lost
+            raise RuntimeError(f"planned {commands} commands of the {known[2]} generated")
+    else:
+        row = planned.agg(F.count("*").alias("c"), F.countDistinct("xact_seqno").alias("x")).collect()[0]
+        commands, transactions = int(row["c"]), int(row["x"])
+    out.plan_seconds += time.perf_counter() - t
+    out.commands += commands
+    out.transactions += transactions
+    job = replace(st.job, articles=articles, subscription=name, rounds=n_rounds)
+    say(
+        f"applying {commands} commands in {n_rounds} rounds on {st.streams} streams"
+        + (f" (segment {k})" if k else "")
+    )
+    stop = threading.Event()
+    poller = threading.Thread(
+        target=_poll_progress, args=(endpoint, name, n_rounds, progress, stop), daemon=True
+    )
+    poller.start()
+    t = time.perf_counter()
+    try:
+        events = apply_model(st.model)(
+            spark, planned, job, str(work_dir / f"events-{st.name.replace('/', '_')}-{k}")
+        )
+    finally:
+        stop.set()
+        poller.join(timeout=5)
+    out.apply_seconds += time.perf_counter() - t
+    progress("apply", n_rounds, n_rounds)
+    if keep_planned:
+        out.planned = planned
+    else:
+        planned.unpersist()
+    out.rounds += n_rounds
+    out.segments += 1
+    return events
+
+
+def apply_segments(
+    spark: SparkSession,
+    routed: DataFrame,
+    schemas: Schemas,
+    sub: Subscription,
+    st: Settings,
+    plan: Plan,
+    work_dir: Path,
+    say: Say,
+    progress: Progress,
+    known: tuple[int, int, int] | None = None,
+) -> Applied:
+    """Apply ``routed`` (the subscription's row commands; barrier events may be among them) in
+    segments cut at ``plan.barriers``. ``known`` as for :func:`_segment` (one segment only)."""
+    out = Applied()
+    versions: dict[str, int] = {n: 1 for n in schemas.versions}
+    committed: list[int] = []
+    lo: int | None = None
+    k = 0
+    rows = (
+        routed.where(F.col("op").isin("I", "U", "D"))
+        if plan.barriers or "source_op" in routed.columns
+        else routed
+    )
+    for b in [*plan.barriers, None]:
+        hi = None if b is None else int(b["lsn"])
+        seg = rows
+        if lo is not None:
+            seg = seg.where(F.col("lsn") > lo)
+        if hi is not None:
+            seg = seg.where(F.col("lsn") < hi)
+        if committed:
+            seg = seg.where(F.col("statement").isNull() | ~F.col("statement").isin(committed))
+        articles = sub_articles(schemas, sub, versions)
+        if not out.fatal and (not plan.barriers or seg.limit(1).count()):
+            ev = _segment(spark, seg, articles, k, st, known, not plan.barriers, work_dir, out, say, progress)
+            if ev is not None:
+                out.events.append(ev)
+                # A fatal round stops the run before the next barrier (none follows the last
+                # segment: the summary reports it from the events).
+                if b is not None and ev.where("kind = 'round' AND outcome = 'fatal'").limit(1).count():
+                    out.fatal = True
+                k += 1
+        if b is not None and not out.fatal:
+            _barrier(b, sub, st, schemas, versions, articles, plan, committed, out, say)
+        lo = hi
+    if committed:
+        out.events.append(
+            routed.where(F.col("statement").isin(committed) & F.col("op").isin("I", "U", "D")).select(
+                F.lit("command").alias("kind"),
+                "lsn",
+                "xact_seqno",
+                F.lit(0).alias("stream"),
+                F.lit(None).cast("int").alias("round"),
+                F.lit("statement").alias("outcome"),
+                "article",
+            )
+        )
+    return out
+
+
+def _barrier(
+    b: Any,
+    sub: Subscription,
+    st: Settings,
+    schemas: Schemas,
+    versions: dict[str, int],
+    articles: tuple[Article, ...],
+    plan: Plan,
+    committed: list[int],
+    out: Applied,
+    say: Say,
+) -> None:
+    endpoint = st.job.endpoint
+    lsn = int(b["lsn"])
+    if b["op"] == "DDL":
+        name, v = b["article"], int(b["schema_version"])
+        old = next(a for a in sub_articles(schemas, sub, versions) if a.name == name)
+        versions[name] = v
+        new = next(a for a in sub_articles(schemas, sub, versions) if a.name == name)
+        stmts = schema_change_sql(endpoint, old, new)
+        say(f"{sub.name}: schema change of {name} to version {v} ({len(stmts)} statements)")
+        apply_schema_change(endpoint, stmts)
+        out.schema_changes.append(
+            {
+                "lsn": b["lsn"],
+                "article": name,
+                "version": v,
+                "change": json.loads(b["after"]),
+                "applied": bool(stmts),
+                "columns": list(new.column_names) if sub.of(name) is not None else None,
+            }
+        )
+    elif b["op"] == "PROC":
+        proc = AppliedProcedure.parse(json.loads(b["after"]), f"lsn {lsn}")
+        call_procedure(endpoint, proc, ProgressTable.upsert_params(f"{st.name}/proc", 0, lsn, 0))
+    else:
+        entry = next(e for e in plan.statements if e["lsn"] == lsn)
+        stmt = SqlStatement.parse(json.loads(b["after"]), f"lsn {lsn}")
+        article = next(a for a in articles if a.name == b["article"])
+        ok, n_sub, why = apply_statement(
+            endpoint, article, stmt, ProgressTable.upsert_params(f"{st.name}/sql", 0, lsn, len(committed))
+        )
+        entry["subscriber_rowcount"] = n_sub
+        if ok:
+            committed.append(lsn)
+        else:
+            entry.update(sent_as="rows", fallback=True, reason=why)
+            log.warning("rs_sqldml at lsn %d fell back to its rows on %s: %s", lsn, sub.name, why)

@@ -1,0 +1,1 @@
+"""The canonical change record and the events it carries: what every stage reads."""

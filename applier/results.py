@@ -1,0 +1,241 @@
+"""What a run returns: verdicts, the check of each subscriber, the apply summary, the run.
+
+Plain, typed, frozen values (the public API's ``RunResult``), produced by ``verify`` and
+``apply`` and read by ``report``, the CLI and the pytest plugin. Nothing here talks to Spark
+or a database.
+
+A verdict has three values (Jepsen's ``checker.clj``): converged, diverged, unknown (the
+check itself could not decide). Verdicts merge as Jepsen merges validity: diverged beats
+unknown beats converged, so one unknown subscriber never hides another's divergence, and the
+exit code follows the merged verdict (0 converged, 1 diverged, 2 unknown).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class Verdict(str, enum.Enum):
+    CONVERGED = "converged"
+    DIVERGED = "diverged"
+    UNKNOWN = "unknown"
+
+    @staticmethod
+    def merge(verdicts: Iterable[Verdict]) -> Verdict:
+        """Diverged beats unknown beats converged; nothing to merge is unknown."""
+        seen = set(verdicts)
+        if Verdict.DIVERGED in seen:
+            return Verdict.DIVERGED
+        if Verdict.UNKNOWN in seen or not seen:
+            return Verdict.UNKNOWN
+        return Verdict.CONVERGED
+
+    @property
+    def exit_code(self) -> int:
+        return _EXIT[self]
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_EXIT = {Verdict.CONVERGED: 0, Verdict.DIVERGED: 1, Verdict.UNKNOWN: 2}
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """One row that differs from the oracle, with the commands that touched its key (blame)."""
+
+    article: str
+    key: tuple[Any, ...]
+    kind: str  # missing | extra | different
+    expected: Mapping[str, Any] | None
+    found: Mapping[str, Any] | None
+    columns: tuple[str, ...]  # the columns that differ (kind "different")
+    commands: tuple[Mapping[str, Any], ...]  # lsn, xact_seqno, op, keys, stream, round, outcome...
+    inverted: Mapping[str, Any] | None  # the pair applied out of order, if one is known
+    skipped: tuple[int, ...]  # lsns of the skipped commands among them
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "article": self.article,
+            "key": list(self.key),
+            "kind": self.kind,
+            "expected": self.expected,
+            "found": self.found,
+            "columns": list(self.columns),
+            "commands": [dict(c) for c in self.commands],
+            "inverted": self.inverted,
+            "skipped": list(self.skipped),
+        }
+
+
+@dataclass(frozen=True)
+class Check:
+    """The subscriber against the oracle: counts of differences and the ones shown."""
+
+    verdict: Verdict
+    counts: Mapping[str, int] = field(default_factory=dict)  # missing, extra, different
+    divergent: tuple[Divergence, ...] = ()
+    rows_expected: int = 0
+    rows_found: int = 0
+    reason: str | None = None
+    skips: Mapping[str, Any] = field(default_factory=dict)  # what the skipped commands cost
+
+    @property
+    def divergent_rows(self) -> int:
+        return sum(self.counts.values())
+
+    @staticmethod
+    def unknown(reason: str) -> Check:
+        return Check(Verdict.UNKNOWN, reason=reason)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict.value,
+            "counts": dict(self.counts),
+            "divergent_rows": self.divergent_rows,
+            "rows_expected": self.rows_expected,
+            "rows_found": self.rows_found,
+            "reason": self.reason,
+            "divergent": [d.to_json() for d in self.divergent],
+            "skips": dict(self.skips),
+        }
+
+
+CONFLICT_CLASSES = ("row_not_found", "duplicate_key", "lock_timeout", "deadlock", "foreign_key", "other")
+
+
+@dataclass(frozen=True)
+class ApplySummary:
+    """What the apply stage did to one subscriber, tallied from its events."""
+
+    commands: int
+    transactions: int
+    rounds: int
+    rounds_parallel: int
+    resets: int
+    reset_log: tuple[str, ...]
+    conflicts: Mapping[str, int]  # by conflict class (every class of CONFLICT_CLASSES present)
+    outcomes: Mapping[str, int]  # commands by outcome (applied, reapplied, skipped, ...)
+    streams: int
+    stream_stats: tuple[Mapping[str, Any], ...]
+    apply_seconds: float
+    fatal: bool
+    segments: int = 1
+    snapshot_rows: int = 0
+    source: str = ""
+
+    @property
+    def skipped(self) -> int:
+        return self.outcomes.get("skipped", 0)
+
+    @property
+    def deferred(self) -> int:
+        return self.outcomes.get("deferred", 0)
+
+    @property
+    def applied(self) -> int:
+        return self.outcomes.get("applied", 0) + self.outcomes.get("reapplied", 0)
+
+    @property
+    def throughput(self) -> float | None:
+        """Commands per second of the apply phase."""
+        return round(self.commands / self.apply_seconds, 1) if self.apply_seconds > 0 else None
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(
+            reset_log=list(self.reset_log),
+            stream_stats=[dict(s) for s in self.stream_stats],
+            skipped=self.skipped,
+            deferred=self.deferred,
+            applied=self.applied,
+            throughput_cmds_per_s=self.throughput,
+        )
+        return out
+
+
+@dataclass(frozen=True)
+class SubscriptionResult:
+    """One subscriber's run: what was applied, how it was checked, what distribute did."""
+
+    name: str
+    target: str  # the subscriber's description (connection strings redacted)
+    check: Check
+    summary: ApplySummary
+    phases: Mapping[str, float] = field(default_factory=dict)  # prepare, plan, apply, verify (s)
+    failed: str | None = None  # why the run stopped early (the single connection failed)
+    routing: Mapping[str, int] = field(default_factory=dict)  # "U>D": updates sent as deletes ...
+    statements: tuple[Mapping[str, Any], ...] = ()
+    schema_changes: tuple[Mapping[str, Any], ...] = ()
+    procedures: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def verdict(self) -> Verdict:
+        """The check's verdict; a run that stopped early cannot be called converged."""
+        if self.failed is not None:
+            return Verdict.merge([self.check.verdict, Verdict.UNKNOWN])
+        return self.check.verdict
+
+    @property
+    def exit_code(self) -> int:
+        return self.verdict.exit_code
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A whole run: every subscriber's result, the merged verdict, the files written."""
+
+    subscriptions: tuple[SubscriptionResult, ...]
+    settings: Mapping[str, Any] = field(default_factory=dict)  # the configuration, secrets redacted
+    files: Mapping[str, str] = field(default_factory=dict)  # "json": path, ...
+    implicit: bool = True  # one full-copy subscription from [run] (no [[subscriptions]] given)
+
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict.merge(s.verdict for s in self.subscriptions)
+
+    @property
+    def exit_code(self) -> int:
+        return self.verdict.exit_code
+
+    def subscription(self, name: str) -> SubscriptionResult:
+        for s in self.subscriptions:
+            if s.name == name:
+                return s
+        raise KeyError(f"no subscription {name!r} ({', '.join(s.name for s in self.subscriptions)})")
+
+    @property
+    def conflicts(self) -> dict[str, int]:
+        """Conflicts by class, over every subscriber."""
+        out: dict[str, int] = {}
+        for s in self.subscriptions:
+            for k, v in s.summary.conflicts.items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Divergent rows by kind (missing, extra, different), over every subscriber."""
+        out: dict[str, int] = {}
+        for s in self.subscriptions:
+            for k, v in s.check.counts.items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+    @property
+    def divergent(self) -> tuple[tuple[str, Divergence], ...]:
+        """(subscription, divergence) for every divergent row shown, with its blame."""
+        return tuple((s.name, d) for s in self.subscriptions for d in s.check.divergent)
+
+    @property
+    def phases(self) -> dict[str, float]:
+        """Seconds per phase, summed over the subscribers."""
+        out: dict[str, float] = {}
+        for s in self.subscriptions:
+            for k, v in s.phases.items():
+                out[k] = out.get(k, 0.0) + v
+        return out
