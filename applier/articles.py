@@ -185,7 +185,6 @@ class Article:
     insert: Delivery = field(default_factory=lambda: Delivery(Syntax.CALL))
     update: Delivery = field(default_factory=lambda: Delivery(Syntax.SCALL))
     delete: Delivery = field(default_factory=lambda: Delivery(Syntax.CALL))
-    filter: str | None = None
     # Constraints the subscriber has besides the primary key (a unique index, a foreign key
     # added at the subscriber): they create ordering hazards, and writeset partitioning
     # treats their values as keys. references: (columns, parent article, parent columns).

@@ -169,7 +169,6 @@ class ArticleEntry(_Table):
     insert: str | None = Field(default=None, description="CALL (default), SQL or NONE; CALL <procedure>")
     update: str | None = Field(default=None, description="SCALL (default), CALL, MCALL, XCALL, SQL or NONE")
     delete: str | None = Field(default=None, description="CALL (default), XCALL, SQL or NONE")
-    filter: str | None = Field(default=None, description="row filter of the publication")
     unique: list[list[str]] = Field(default_factory=list, description="unique keys the subscriber adds")
     references: list[ReferenceEntry] = Field(default_factory=list, description="its foreign keys")
 

@@ -83,7 +83,7 @@ def _article(f: ArticleEntry, loc: Loc, problems: Problems) -> Article | None:
     refs = tuple((tuple(r.columns), r.article, tuple(r.parent_columns)) for r in f.references)
     try:
         unique = tuple(tuple(u) for u in f.unique)
-        return Article(schema, table, columns, keys, filter=f.filter, unique=unique, references=refs, **kw)
+        return Article(schema, table, columns, keys, unique=unique, references=refs, **kw)
     except ConfigError as e:  # the article's own checks: columns, key
         problems.add(loc, str(e))
         return None

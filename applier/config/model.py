@@ -158,7 +158,7 @@ def subscription_to_dict(s: Subscription, *, redact: bool = True) -> dict[str, A
 
 
 def article_to_dict(a: Article) -> dict[str, Any]:
-    """The article in the file format; ``filter``, ``unique`` and ``references`` only when set."""
+    """The article in the file format; ``unique`` and ``references`` only when set."""
 
     def delivery(d: Delivery) -> str:
         return d.syntax.value + (f" {d.procedure}" if d.procedure else "")
@@ -182,8 +182,6 @@ def article_to_dict(a: Article) -> dict[str, Any]:
         "update": delivery(a.update),
         "delete": delivery(a.delete),
     }
-    if a.filter is not None:
-        out["filter"] = a.filter
     if a.unique:
         out["unique"] = [list(u) for u in a.unique]
     if a.references:

@@ -22,9 +22,9 @@ from typing import Any, ClassVar
 
 import jinja2
 
-from applier.articles import Article, Column, SqlType, Syntax
+from applier.articles import Article, SqlType, Syntax
+from applier.dialects.schema import SchemaStatements
 from applier.errors import UnsupportedError
-from applier.records.events import SqlStatement
 
 OPS = {"I": "insert", "U": "update", "D": "delete"}
 _PREFIX = {"I": "sp_MSins_", "U": "sp_MSupd_", "D": "sp_MSdel_"}
@@ -113,7 +113,7 @@ def _env(dialect: str) -> jinja2.Environment:
     )
 
 
-class Dialect:
+class Dialect(SchemaStatements):
     """Base of the subscriber dialects. Subclasses fill the capability flags and mapping."""
 
     name: ClassVar[str] = "base"
@@ -355,133 +355,6 @@ class Dialect:
     def session_setup(self, lock_timeout_ms: int) -> list[str]:
         return []
 
-    # -- the progress table (applier.targets.progress) ----------------------------------
-    PROGRESS_SCHEMA: ClassVar[str] = "applier"
-
-    def progress_table(self) -> str:
-        return self.qualified(self.PROGRESS_SCHEMA, "progress")
-
-    def _progress(self, template: str) -> str:
-        return self.render(template, table=self.progress_table()).strip()
-
-    def progress_ddl(self) -> list[str]:
-        """Create the progress table (and the objects generated statements rely on)."""
-        return [
-            self.create_schema_sql(self.PROGRESS_SCHEMA),
-            self._progress("progress_create.sql.j2"),
-            *self.support_sql(),
-        ]
-
-    def progress_upsert_sql(self) -> str:
-        """Parameters: subscription, stream, last_lsn, last_round."""
-        return self._progress("progress_upsert.sql.j2")
-
-    def progress_select_sql(self) -> str:
-        """Parameter: subscription. Rows: stream, last_lsn, last_round."""
-        return self._progress("progress_select.sql.j2")
-
-    def progress_clear_sql(self) -> str:
-        """Parameter: subscription."""
-        return self._progress("progress_clear.sql.j2")
-
-    def progress_max_round_sql(self) -> str:
-        """Parameter: subscription. One value: the last round committed, NULL for none."""
-        return self._progress("progress_max_round.sql.j2")
-
-    # -- schema changes, constraints, statements (seed 001, seed 004) ------------------
-    def add_column_sql(self, article: Article, col: Column) -> str:
-        return self.render(
-            "add_column.sql.j2",
-            table=self.table(article),
-            col=self.quote(col.name),
-            type=self.type_sql(col.type),
-        ).strip()
-
-    def drop_column_sql(self, article: Article, name: str) -> str:
-        return self.render("drop_column.sql.j2", table=self.table(article), col=self.quote(name)).strip()
-
-    def alter_type_sql(self, article: Article, col: Column) -> str:
-        """Change a column's type; the stored values are converted by the subscriber's cast."""
-        return self.render(
-            "alter_column_type.sql.j2",
-            table=self.table(article),
-            col=self.quote(col.name),
-            type=self.type_sql(col.type),
-            nullable=col.nullable and col.name not in article.key,
-        ).strip()
-
-    def alter_sql(self, old: Article, new: Article) -> list[str]:
-        """The statements that take the subscriber's table from shape ``old`` to ``new``."""
-        before = {c.name: c for c in old.replicated}
-        after = {c.name: c for c in new.replicated}
-        out = [self.drop_column_sql(old, n) for n in before if n not in after]
-        out += [
-            self.alter_type_sql(new, c) for n, c in after.items() if n in before and before[n].type != c.type
-        ]
-        out += [self.add_column_sql(new, c) for n, c in after.items() if n not in before]
-        return out
-
-    def drop_procedure_sql(self, article: Article, op: str) -> str:
-        """Drop the default procedure of op (its parameter list changes with the columns)."""
-        return self.render("drop_procedure.sql.j2", proc=self.proc_ref(article, op)).strip()
-
-    def rs_sqldml_sql(self, article: Article, stmt: SqlStatement) -> str:
-        """rs_sqldml as one statement against the subscriber's table (the publisher's clauses)."""
-        return self.render("rs_sqldml.sql.j2", table=self.table(article), s=stmt).strip()
-
-    def call_procedure_sql(self, name: str, n_params: int) -> str:
-        """Call an applied procedure by its replicated name (``schema.proc`` or ``proc``) with
-        ``n_params`` bound parameters."""
-        schema, _, proc = name.rpartition(".")
-        marks = ", ".join("?" for _ in range(n_params))
-        return self.render(
-            "call_procedure.sql.j2", proc=self.qualified(schema or None, proc), marks=marks
-        ).strip()
-
-    def constraint_sql(self, articles: Sequence[Article]) -> list[str]:
-        """Unique and foreign keys the subscriber has besides the primary key (run after the
-        snapshot load: a snapshot may arrive in any order). A reference to an article this
-        subscriber does not hold is left out."""
-        by_name = {a.name: a for a in articles}
-        out = []
-        for a in articles:
-            for i, cols in enumerate(a.unique):
-                out.append(
-                    self.render(
-                        "add_unique.sql.j2",
-                        table=self.table(a),
-                        name=self.quote(f"uq_{a.table}_{i}"),
-                        cols=[self.quote(c) for c in cols],
-                    ).strip()
-                )
-            for i, (cols, parent, pcols) in enumerate(a.references):
-                p = by_name.get(parent)
-                if p is None:
-                    continue
-                out.append(
-                    self.render(
-                        "add_foreign_key.sql.j2",
-                        table=self.table(a),
-                        name=self.quote(f"fk_{a.table}_{i}"),
-                        cols=[self.quote(c) for c in cols],
-                        parent=self.table(p),
-                        parent_cols=[self.quote(c) for c in pcols],
-                    ).strip()
-                )
-        return out
-
-    # -- scripts (applier procs) ------------------------------------------------------
-    SCRIPT_SEPARATOR: ClassVar[str] = "\n"  # between the statements of a script file
-    STATEMENT_END: ClassVar[str] = ";"  # after each statement of a script file
-
-    def script(self, parts: Sequence[str]) -> str:
-        """Statements (and comments) as one script file a DBA runs with the usual client."""
-        sep = self.SCRIPT_SEPARATOR
-        return (
-            sep.join(p if p.lstrip().startswith("--") else p.rstrip() + self.STATEMENT_END for p in parts)
-            + sep
-        )
-
     def select_rows_sql(self, article: Article, slices: int = 1) -> str:
         """Every row of the article; with slices > 1, the rows of one slice of a hash of the
         key, the slice number bound as the one parameter (slices read in parallel)."""
@@ -526,22 +399,3 @@ class Dialect:
             return base
         sep = "" if base.rstrip().endswith(";") else ";"
         return f"{base}{sep}{self.ODBC_OPTIONS}"
-
-
-# pyodbc formats every diagnostic record as "[SQLSTATE] [vendor][driver][server]text (native)",
-# appends " (SQLFunctionW)" to the first record only, and joins further records with "; ".
-# Microsoft's ODBC drivers and FreeTDS both pass the server's message number as the native
-# error, so the number is the "(NNNN)" closing the FIRST record; a "(1)" inside the text (for
-# instance "The duplicate key value is (1).") is data, not the number.
-_RECORD_SEP_RE = re.compile(r";\s*(?=\[[0-9A-Z]{5}\])")
-_NATIVE_TAIL_RE = re.compile(r"\((-?\d+)\)\s*(?:\(SQL[A-Za-z]+\))?\s*$")
-
-
-def native_code(message: str) -> int | None:
-    """SQL Server's native error number as pyodbc prints it, or None (none, or 0)."""
-    first = _RECORD_SEP_RE.split(message, maxsplit=1)[0]
-    m = _NATIVE_TAIL_RE.search(first)
-    if not m:
-        return None
-    n = int(m.group(1))
-    return n if n > 0 else None

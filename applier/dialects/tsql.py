@@ -29,7 +29,7 @@ transaction open and lets a batch continue, while THROW ends the batch and, unde
 so both end in the same state.
 
 Classification uses SQL Server's native error number (pyodbc prints it as ``(NNNN)``
-after the text; see :func:`applier.dialects.base.native_code`) and SQLSTATE class 08 for
+after the text; see :func:`native_code`) and SQLSTATE class 08 for
 lost connections, never English text.
 """
 
@@ -39,7 +39,7 @@ import re
 from typing import Any, ClassVar
 
 from applier.articles import Article, SqlType, Syntax
-from applier.dialects.base import OPS, Classified, ConflictClass, Dialect, native_code
+from applier.dialects.base import OPS, Classified, ConflictClass, Dialect
 
 ROW_NOT_FOUND = 20598
 ROW_NOT_FOUND_THROWN = 120598  # THROW's number when sp_MSreplraiserror is absent
@@ -80,6 +80,25 @@ _MAX_LENGTH = {
     "nvarchar": 4000,
 }
 _MAX_ALLOWED = {"varchar", "nvarchar", "varbinary"}
+
+
+# pyodbc formats every diagnostic record as "[SQLSTATE] [vendor][driver][server]text (native)",
+# appends " (SQLFunctionW)" to the first record only, and joins further records with "; ".
+# Microsoft's ODBC drivers and FreeTDS both pass the server's message number as the native
+# error, so the number is the "(NNNN)" closing the FIRST record; a "(1)" inside the text (for
+# instance "The duplicate key value is (1).") is data, not the number.
+_RECORD_SEP_RE = re.compile(r";\s*(?=\[[0-9A-Z]{5}\])")
+_NATIVE_TAIL_RE = re.compile(r"\((-?\d+)\)\s*(?:\(SQL[A-Za-z]+\))?\s*$")
+
+
+def native_code(message: str) -> int | None:
+    """SQL Server's native error number as pyodbc prints it, or None (none, or 0)."""
+    first = _RECORD_SEP_RE.split(message, maxsplit=1)[0]
+    m = _NATIVE_TAIL_RE.search(first)
+    if not m:
+        return None
+    n = int(m.group(1))
+    return n if n > 0 else None
 
 
 class TsqlDialect(Dialect):

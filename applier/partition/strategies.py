@@ -150,6 +150,9 @@ def with_rounds(
         n_xacts = int(stats["n"] or 0)
         lo = int(stats["lo"]) if n_xacts else 0
         consecutive = bool(n_xacts) and int(stats["hi"]) - lo + 1 == n_xacts
+    if not n_xacts:  # nothing to apply (a subscription whose filter takes no command)
+        empty = df.withColumn("xact_index", F.lit(None).cast("long"))
+        return empty.withColumn("round", F.lit(None).cast("int")), 0
     if consecutive:
         out = df.withColumn("xact_index", F.col("xact_seqno") - F.lit(lo))
     else:

@@ -23,6 +23,7 @@ from applier.apply.events import EVENT_SCHEMA
 from applier.apply.install import add_constraints, install, load_snapshot
 from applier.apply.job import StreamJob
 from applier.apply.summary import summarize
+from applier.articles import Article
 from applier.config import Config, Subscription
 from applier.distribute.routing import filter_rows, route, sub_articles
 from applier.errors import ApplierError, InputError
@@ -196,18 +197,7 @@ def _subscription(
 
     plan = Plan() if identity else plan_barriers(routed, events, sub, full_copy)
     streams = sub.streams or rs.streams
-    job = StreamJob(
-        endpoint,
-        first,
-        sub.name,
-        streams,
-        0,
-        rs.lock_timeout_ms,
-        rs.error_policy,
-        retry=dataclasses.replace(REAPPLY, attempts=rs.retry_attempts),
-        set_apply=set_apply,
-        batch_events=not plan.barriers,
-    )
+    job = stream_job(config, sub, endpoint, first, set_apply=set_apply, segmented=bool(plan.barriers))
     st = Settings(
         sub.name,
         streams,
@@ -264,6 +254,34 @@ def _subscription(
         tuple(plan.statements),
         tuple(applied.schema_changes),
         tuple(plan.procedures),
+    )
+
+
+def stream_job(
+    config: Config,
+    sub: Subscription,
+    endpoint: Endpoint,
+    articles: tuple[Article, ...],
+    *,
+    set_apply: bool,
+    segmented: bool,
+) -> StreamJob:
+    """What the stream tasks of ``sub`` need: [run]'s lock timeout, error policy and retry
+    attempts (the single-connection re-apply's tenacity policy), the subscription's streams.
+    Rounds and articles are set per segment; ``segmented``: (stream, round) does not name a
+    share across segments, so shares are not summarized as batch events."""
+    rs = config.run
+    return StreamJob(
+        endpoint,
+        articles,
+        sub.name,
+        sub.streams or rs.streams,
+        0,
+        rs.lock_timeout_ms,
+        rs.error_policy,
+        retry=dataclasses.replace(REAPPLY, attempts=rs.retry_attempts),
+        set_apply=set_apply,
+        batch_events=not segmented,
     )
 
 

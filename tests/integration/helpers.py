@@ -103,3 +103,16 @@ def streams_of(spark, cfg, records: Sequence[dict[str, Any]], n: int, tmp: Path)
     cs = read_changes(spark, cfg, f)
     got = {r["lsn"]: r["stream"] for r in partition(cs.changes, "key-hash", n).collect()}
     return [got[r["lsn"]] for r in records]
+
+
+def run_subscriptions(spark, pg, cfg, prefix: str, **kw: Any):  # type: ignore[no-untyped-def]
+    """A run of cfg's [[subscriptions]] on the session's embedded cluster, each subscriber in a
+    database of its own named ``<prefix>_<i>``; the result and every subscriber's endpoint."""
+    import dataclasses
+
+    import applier
+
+    subs = tuple(dataclasses.replace(s, database=f"{prefix}_{i}") for i, s in enumerate(cfg.subscriptions))
+    cfg = cfg.replace(subscriptions=subs)
+    result = applier.run(cfg, pg, spark=spark, **kw)
+    return result, {s.name: pg.endpoint(s.database) for s in subs}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from applier.config import parse_config
-from tests.integration.helpers import rows, write_jsonl
+from tests.integration.helpers import rows, run_subscriptions, write_jsonl
 
 pytestmark = pytest.mark.integration
 
@@ -38,15 +38,6 @@ def _config(subs: list[dict], **run: object):  # type: ignore[no-untyped-def]
     )
 
 
-def _targets(pg, cfg, prefix: str):  # type: ignore[no-untyped-def]
-    from applier.targets.odbc import preflight
-
-    return {
-        s.name: preflight(pg.create_database(f"{prefix}_{i}"), f"{prefix} {s.name}")
-        for i, s in enumerate(cfg.subscriptions)
-    }
-
-
 UPD_C1 = """
 CREATE OR REPLACE PROCEDURE "dbo"."upd_c1"(p_id integer, old_c1 integer, new_c1 integer)
 LANGUAGE sql AS $$ UPDATE "dbo"."t1" SET "C1" = new_c1 WHERE id = p_id AND "C1" = old_c1 $$
@@ -57,8 +48,6 @@ def test_seed_000_update_c1_from_1_to_2(spark, pg, tmp_path):
     """Row 1: a plain update of C1 from 1 to 2. Row 2: the same update made by the applied
     procedure upd_c1(2, 1, 2): delivered as the procedure where both images match (the full
     copy), as the seed's delete / insert / nothing elsewhere."""
-    from applier.pipeline import run_subscriptions
-
     cfg = _config(
         [
             {"name": "c1_eq_1", "articles": [{"name": T1, "where": "C1 = 1"}]},
@@ -104,8 +93,9 @@ def test_seed_000_update_c1_from_1_to_2(spark, pg, tmp_path):
     )
     proc_sql = tmp_path / "upd_c1.sql"
     proc_sql.write_text(UPD_C1, encoding="utf-8")
-    targets = _targets(pg, cfg, "seed000")
-    res = run_subscriptions(spark, cfg, targets, changes=changes, snapshot=snap, custom_sql=[proc_sql])
+    res, targets = run_subscriptions(
+        spark, pg, cfg, "seed000", changes=changes, snapshot=snap, custom_sql=[proc_sql]
+    )
 
     got = {s.name: s.routing for s in res.subscriptions}
     # the plain update, and (but on the full copy) the procedure's first row operation
@@ -113,7 +103,7 @@ def test_seed_000_update_c1_from_1_to_2(spark, pg, tmp_path):
     procs = {s.name: [p["sent_as"] for p in s.procedures] for s in res.subscriptions}
     assert procs == {"c1_eq_1": ["U>D"], "c1_eq_2": ["U>I"], "c1_gt_2": ["nothing"], "full": ["procedure"]}
     for s in res.subscriptions:
-        assert s.result.verdict.verdict == "converged", (s.name, s.result.verdict.to_json())
+        assert s.verdict.value == "converged", (s.name, s.check.to_json())
     table = '"dbo"."t1"'
     assert rows(targets["c1_eq_1"], f"SELECT id FROM {table}") == []  # the delete went there
     assert rows(targets["c1_eq_2"], f'SELECT id, "C1" FROM {table} ORDER BY id') == [
@@ -132,8 +122,6 @@ def test_generated_stream_with_key_updates_converges_per_filter(spark, pg):
     """A generated stream (inserts, updates, deletes, key updates) to two filtered
     subscriptions, one with a column list: rows move in and out of each filter, keys change,
     and each subscriber converges to the oracle filtered its way."""
-    from applier.pipeline import run_subscriptions
-
     cfg = parse_config(
         {
             "run": {"streams": 2, "commit_batch_size": 20},
@@ -164,11 +152,10 @@ def test_generated_stream_with_key_updates_converges_per_filter(spark, pg):
         },
         "<test generated>",
     )
-    targets = _targets(pg, cfg, "generated")
-    res = run_subscriptions(spark, cfg, targets)
+    res, targets = run_subscriptions(spark, pg, cfg, "generated")
     for s in res.subscriptions:
-        assert s.result.verdict.verdict == "converged", (s.name, s.result.verdict.to_json())
-        assert s.result.verdict.rows_found > 0
+        assert s.verdict.value == "converged", (s.name, s.check.to_json())
+        assert s.check.rows_found > 0
     # Rows did migrate: updates became deletes and inserts somewhere.
     migrated = sum(s.routing.get("U>D", 0) + s.routing.get("U>I", 0) for s in res.subscriptions)
     assert migrated > 0, [s.routing for s in res.subscriptions]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from applier.config import parse_config
-from tests.integration.helpers import rows, write_jsonl
+from tests.integration.helpers import rows, run_subscriptions, write_jsonl
 
 pytestmark = pytest.mark.integration
 
@@ -76,9 +76,6 @@ def _stream() -> list[dict]:
 
 
 def test_add_drop_retype_mid_stream_converges_at_n4(spark, pg, tmp_path):
-    from applier.pipeline import run_subscriptions
-    from applier.targets.odbc import preflight
-
     cfg = parse_config(
         {
             "run": {"streams": 4, "commit_batch_size": 2},
@@ -102,13 +99,13 @@ def test_add_drop_retype_mid_stream_converges_at_n4(spark, pg, tmp_path):
         [{"article": ART, "image": {"id": i, "qty": i, "note": f"n{i}", "old": "o"}} for i in range(1, 5)],
     )
     changes = write_jsonl(tmp_path / "changes.jsonl", _stream())
-    target = preflight(pg.create_database("schema_changes"), "schema changes")
-    res = run_subscriptions(spark, cfg, {"copy": target}, changes=changes, snapshot=snap)
-    sub = res.by_name("copy")
+    res, targets = run_subscriptions(spark, pg, cfg, "schema_changes", changes=changes, snapshot=snap)
+    target = targets["copy"]
+    sub = res.subscription("copy")
 
-    assert sub.result.verdict.verdict == "converged", sub.result.verdict.to_json()
+    assert sub.verdict.value == "converged", sub.check.to_json()
     assert [c["version"] for c in sub.schema_changes] == [2, 3, 4]
-    assert sub.result.summary["segments"] == 4  # the stream was cut at each change
+    assert sub.summary.segments == 4  # the stream was cut at each change
     cols = rows(
         target,
         "SELECT column_name, data_type FROM information_schema.columns "

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pytest
 
 from applier.config import parse_config
-from tests.integration.helpers import rows, write_jsonl
+from tests.integration.helpers import rows, run_subscriptions, write_jsonl
 
 pytestmark = pytest.mark.integration
 
@@ -84,9 +84,6 @@ def _stream() -> list[dict]:
 
 
 def test_statements_at_threshold_c2_and_fallback(spark, pg, tmp_path):
-    from applier.pipeline import run_subscriptions
-    from applier.targets.odbc import preflight
-
     cfg = parse_config(
         {
             "run": {"streams": 2, "commit_batch_size": 4},
@@ -112,14 +109,10 @@ def test_statements_at_threshold_c2_and_fallback(spark, pg, tmp_path):
         [{"article": ART, "image": _img(i, g, i)} for g, ids in GROUPS.items() for i in ids],
     )
     changes = write_jsonl(tmp_path / "changes.jsonl", _stream())
-    targets = {
-        "full": preflight(pg.create_database("sqldml_full"), "sqldml full copy"),
-        "part": preflight(pg.create_database("sqldml_part"), "sqldml filtered"),
-    }
-    res = run_subscriptions(spark, cfg, targets, changes=changes, snapshot=snap)
+    res, targets = run_subscriptions(spark, pg, cfg, "sqldml", changes=changes, snapshot=snap)
 
     def sent(name: str) -> list[tuple[str, str, bool]]:
-        s = res.by_name(name)
+        s = res.subscription(name)
         return [(st["operator"] + st["category"], st["sent_as"], st["fallback"]) for st in s.statements]
 
     assert sent("full") == [
@@ -138,11 +131,11 @@ def test_statements_at_threshold_c2_and_fallback(spark, pg, tmp_path):
         ("UC1", "rows", False),  # only 39 of its rows are in the filter
         ("IC1", "rows", False),  # none of its rows is in the filter
     ]
-    fallback = res.by_name("full").statements[4]
+    fallback = res.subscription("full").statements[4]
     assert fallback["subscriber_rowcount"] == 51 and "differs from rs_rowcount 50" in fallback["reason"]
     for s in res.subscriptions:
-        assert s.result.verdict.verdict == "converged", (s.name, s.result.verdict.to_json())
-    outcomes = res.by_name("full").result.summary["outcomes"]
+        assert s.verdict.value == "converged", (s.name, s.check.to_json())
+    outcomes = res.subscription("full").summary.outcomes
     assert outcomes["statement"] == 50 + 51 + 50 + 50  # rows carried by statements b, c, d, f
     full, part = targets["full"], targets["part"]
     assert rows(full, 'SELECT n FROM "dbo"."st" WHERE id = 451') == [(451,)]  # the fallback left it alone

@@ -10,13 +10,13 @@ import dataclasses
 import json
 
 import pytest
-from applier.targets.connection import connect
 
 from applier.apply.bulk import BulkCall
 from applier.apply.install import install
 from applier.apply.sender import Sender
 from applier.config import demo_config, parse_config
 from applier.plan.calls import Planner
+from applier.targets.connection import connect
 from tests.integration.helpers import rows, run
 
 pytestmark = pytest.mark.integration

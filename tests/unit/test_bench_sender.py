@@ -1,7 +1,7 @@
-"""The sender's compiled plans send exactly the calls Planner.plan makes, for every syntax.
-
-The benchmark made planning cheaper (applier/apply/sender.py); these cases pin that it did
-not change a single bound value.
+"""The calls a stream task sends (rows as laid out: the key read from ``key_before``) equal
+the calls planned from the images alone (``Planner.plan``: the key read from the before
+image), for every syntax. One planner (applier/plan/calls.py) serves both; these cases pin
+that the shortcut through the key text changes no bound value.
 """
 
 from __future__ import annotations

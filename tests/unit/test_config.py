@@ -143,8 +143,10 @@ NEW_BAD = [
     # unknown keys list the allowed ones (schema, not the model's schema_)
     (
         ARTICLE + "colums = []\n",
-        "unknown key(s) ['colums'] (allowed: ['columns', 'delete', 'filter', 'insert',",
+        "unknown key(s) ['colums'] (allowed: ['columns', 'delete', 'insert',",
     ),
+    # a publication row filter was accepted and never read: refused (subscriptions filter rows)
+    (ARTICLE + 'filter = "id > 0"\n', "unknown key(s) ['filter']"),
     # two articles of one name
     (ARTICLE + ARTICLE, "articles: duplicate article(s) ['dbo.t']"),
     # a subscription's column list must hold the key
@@ -329,7 +331,6 @@ def rich_config() -> Config:
                         {"name": "c", "type": "int", "computed": True},
                     ],
                     "unique": [["code"]],
-                    "filter": "id > 0",
                     "update": "XCALL s.upd",
                     "delete": "SQL",
                 },
