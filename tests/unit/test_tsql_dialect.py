@@ -249,7 +249,9 @@ end
 """
 
 
-SEED_003 = Path(__file__).resolve().parents[1] / "data" / "mssql_docs" / "specify_how_changes_are_propagated.txt"
+SEED_003 = (
+    Path(__file__).resolve().parents[1] / "data" / "mssql_docs" / "specify_how_changes_are_propagated.txt"
+)
 
 
 def test_seed_excerpt_is_verbatim() -> None:
