@@ -117,8 +117,9 @@ def generate(
     snapshot folder, commands written)."""
     from applier.sources.dataset import generate as generate_stream
     from applier.sources.dataset import write_changes
+    from applier.sources.hazards import effective_config
 
-    cs = generate_stream(spark or spark_session(2), check_config(config))
+    cs = generate_stream(spark or spark_session(2), effective_config(check_config(config)))
     changes, snap = write_changes(cs, out, fmt)
     return changes, snap, cs.changes.count()
 
