@@ -196,15 +196,12 @@ def _subscription(
     phases["prepare"] = read_seconds + time.perf_counter() - t
 
     plan = Plan() if identity else plan_barriers(routed, events, sub, full_copy)
-    streams = sub.streams or rs.streams
     job = stream_job(config, sub, endpoint, first, set_apply=set_apply, segmented=bool(plan.barriers))
     st = Settings(
         sub.name,
-        streams,
         rs.commit_batch_size,
         rs.partition,
         rs.model,
-        rs.lock_timeout_ms,
         job,
         resume,
         size_hint=config.workload.commands if generated else None,
@@ -221,7 +218,7 @@ def _subscription(
     summary = summarize(
         ev,
         rounds=applied.rounds,
-        streams=streams,
+        streams=job.streams,
         commands=applied.commands,
         transactions=applied.transactions,
         apply_seconds=applied.apply_seconds,

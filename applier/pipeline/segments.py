@@ -35,6 +35,7 @@ from applier.articles import Article
 from applier.config import Subscription
 from applier.distribute.routing import sub_articles
 from applier.distribute.statements import STATEMENT, decide
+from applier.errors import ApplierError
 from applier.partition.layout import lay_out
 from applier.partition.strategies import partition, with_rounds
 from applier.records.events import AppliedProcedure, Schemas, SqlStatement
@@ -123,12 +124,10 @@ class Settings:
     """How one subscription's segments are applied (from [run] and the subscription)."""
 
     name: str
-    streams: int
     commit_batch_size: int
     strategy: str
     model: str
-    lock_timeout_ms: int
-    job: StreamJob  # the template every segment's job is made from
+    job: StreamJob  # the template every segment's job is made from (streams, policies)
     resume: bool = False
     size_hint: int | None = None  # commands the stream holds, when known before reading it
 
@@ -200,12 +199,13 @@ def _segment(
             conn.commit()
         finally:
             conn.close()
-    laid_out = lay_out(partition(indexed, st.strategy, st.streams, articles), st.streams, articles)
+    n = st.job.streams
+    laid_out = lay_out(partition(indexed, st.strategy, n, articles), n, articles)
     planned = laid_out.persist(cache_level(st.size_hint))
     if known is not None:
         commands, transactions = planned.count(), known[1]
         if commands != known[2]:  # the oracle reads `planned` then: nothing may be lost
-            raise RuntimeError(f"planned {commands} commands of the {known[2]} generated")
+            raise ApplierError(f"planned {commands} commands of the {known[2]} generated")
     else:
         row = planned.agg(F.count("*").alias("c"), F.countDistinct("xact_seqno").alias("x")).collect()[0]
         commands, transactions = int(row["c"]), int(row["x"])
@@ -214,8 +214,7 @@ def _segment(
     out.transactions += transactions
     job = replace(st.job, articles=articles, subscription=name, rounds=n_rounds)
     say(
-        f"applying {commands} commands in {n_rounds} rounds on {st.streams} streams"
-        + (f" (segment {k})" if k else "")
+        f"applying {commands} commands in {n_rounds} rounds on {n} streams" + (f" (segment {k})" if k else "")
     )
     stop = threading.Event()
     poller = threading.Thread(
