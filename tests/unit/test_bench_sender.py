@@ -12,6 +12,7 @@ from applier.apply.sender import Sender
 from applier.config import Workload, demo_articles, parse_config
 from applier.dialects import DIALECTS
 from applier.plan.calls import Planner
+from applier.records.schema import CHANGE_FIELDS
 from applier.sources.generator import LANES, generate_lane
 
 # (update syntax, delete syntax): every combination a user can configure that plans calls.
@@ -47,24 +48,11 @@ def _articles(update: str, delete: str):  # type: ignore[no-untyped-def]
 
 def _rows(articles, kind: str):  # type: ignore[no-untyped-def]
     w = Workload(kind=kind, initial_rows=60, transactions=150, key_update_share=0.2, seed=5)
-    names = (
-        "lsn",
-        "xact_seqno",
-        "command_id",
-        "article",
-        "op",
-        "schema_version",
-        "before",
-        "after",
-        "changed",
-        "key_before",
-        "key_after",
-    )
     out = []
     for lane in range(LANES):
         for k, r in generate_lane(articles, w, lane):
             if k == "change":
-                out.append(dict(zip(names, r, strict=True)))
+                out.append(dict(zip(CHANGE_FIELDS, r, strict=True)))
     return out
 
 
