@@ -54,13 +54,25 @@ class SchemaStatements:
     def _progress(self, template: str) -> str:
         return self.render(template, table=self.progress_table()).strip()
 
+    def run_table(self) -> str:
+        return self.qualified(self.PROGRESS_SCHEMA, "runs")
+
     def progress_ddl(self) -> list[str]:
-        """Create the progress table (and the objects generated statements rely on)."""
+        """Create the progress and runs tables (and the objects generated statements rely on)."""
         return [
             self.create_schema_sql(self.PROGRESS_SCHEMA),
             self._progress("progress_create.sql.j2"),
+            self.render("run_create.sql.j2", table=self.run_table()).strip(),
             *self.support_sql(),
         ]
+
+    def run_upsert_sql(self) -> str:
+        """Parameters: subscription, fingerprint, settings, phase, snapshot_rows."""
+        return self.render("run_upsert.sql.j2", table=self.run_table()).strip()
+
+    def run_select_sql(self) -> str:
+        """Parameter: subscription. At most one row: fingerprint, settings, phase, snapshot_rows."""
+        return self.render("run_select.sql.j2", table=self.run_table()).strip()
 
     def progress_upsert_sql(self) -> str:
         """Parameters: subscription, stream, last_lsn, last_round."""

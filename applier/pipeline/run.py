@@ -26,7 +26,8 @@ from applier.apply.summary import summarize
 from applier.articles import Article
 from applier.config import Config, Subscription
 from applier.distribute.routing import filter_rows, route, sub_articles
-from applier.errors import ApplierError, InputError
+from applier.errors import ApplierError, ConfigError, InputError
+from applier.pipeline.identity import RunIdentity, run_identity
 from applier.pipeline.segments import Applied, Plan, Settings, apply_segments, plan_barriers
 from applier.records.events import Schemas
 from applier.records.schema import EVENT_OPS
@@ -35,6 +36,7 @@ from applier.sources.dataset import ChangeSet, generate, read_changes
 from applier.sources.hazards import effective_config
 from applier.targets.connection import REAPPLY
 from applier.targets.endpoint import Endpoint
+from applier.targets.progress import APPLIED, APPLYING, INSTALLED, LOADED, ProgressTable, RunRecord
 from applier.verify.diff import verify
 from applier.verify.oracle import digested, latest_rows, oracle, oracle_digest, replicated
 from applier.verify.target import read_target
@@ -121,7 +123,8 @@ def run(
                     say,
                     progress or (lambda *_: None),
                     read_seconds,
-                    changes is None,
+                    changes,
+                    snapshot,
                 )
             )
             read_seconds = 0.0  # the stream is read once, for the first subscription
@@ -146,17 +149,18 @@ def _subscription(
     say: Say,
     progress: Progress,
     read_seconds: float,
-    generated: bool,
+    changes: str | Path | None,
+    snapshot: str | Path | None,
 ) -> SubscriptionResult:
     rs = config.run
     names = tuple(a.name for a in config.articles)
     full_copy = sub.full_copy(names)
     # A full copy of a stream without events and schema changes receives every command as it
     # is: nothing to route, and the plan may read counts it already knows.
-    identity = full_copy and not events and cs.schemas is None
+    whole = full_copy and not events and cs.schemas is None
     phases: dict[str, float] = {}
     t = time.perf_counter()
-    if identity:
+    if whole:
         routed, routing = cs.changes, {}
     else:
         say(f"{sub.name}: distributing")
@@ -175,27 +179,18 @@ def _subscription(
         say(f"{sub.name}: set-based apply is off: the stream changes the schema (applying row by row)")
     if set_apply and not endpoint.dialect.SET_APPLY:
         say(f"set-based apply is not available for {endpoint.dialect_name}: applying row by row")
-    loaded = 0
-    if resume:
-        say("resuming from the progress table")
-    else:
-        say(
-            "installing tables and procedures"
-            if identity
-            else f"{sub.name}: installing tables and procedures"
-        )
-        install(endpoint, first, sub.name, custom_sql=custom_sql, set_apply=set_apply)
-        snap = (
-            cs.snapshot
-            if identity
-            else filter_rows(cs.snapshot.withColumn("schema_version", F.lit(1)), schemas, sub, final=False)
-        )
-        loaded = load_snapshot(snap, endpoint, first)
-        if full_copy:
-            add_constraints(endpoint, first)
+    ident = run_identity(config, sub, first, changes, snapshot, sub.streams or rs.streams)
+    snap = (
+        cs.snapshot
+        if whole
+        else filter_rows(cs.snapshot.withColumn("schema_version", F.lit(1)), schemas, sub, final=False)
+    )
+    loaded = _prepare(
+        endpoint, sub, first, ident, snap, custom_sql, set_apply, full_copy, resume, say, label=not whole
+    )
     phases["prepare"] = read_seconds + time.perf_counter() - t
 
-    plan = Plan() if identity else plan_barriers(routed, events, sub, full_copy)
+    plan = Plan() if whole else plan_barriers(routed, events, sub, full_copy)
     job = stream_job(config, sub, endpoint, first, set_apply=set_apply, segmented=bool(plan.barriers))
     st = Settings(
         sub.name,
@@ -204,12 +199,15 @@ def _subscription(
         rs.model,
         job,
         resume,
-        size_hint=config.workload.commands if generated else None,
+        size_hint=config.workload.commands if changes is None else None,
     )
     known = None
-    if identity and cs.stats is not None:
+    if whole and cs.stats is not None:
         known = (cs.stats.first_xact, cs.stats.transactions, cs.stats.commands)
+    _record(endpoint, sub.name, ident, APPLYING, loaded)
     applied = apply_segments(spark, routed, schemas, sub, st, plan, wd, say, progress, known)
+    if not applied.fatal:
+        _record(endpoint, sub.name, ident, APPLIED, loaded)
     phases["plan"] = applied.plan_seconds
     phases["apply"] = applied.apply_seconds
 
@@ -226,10 +224,10 @@ def _subscription(
         snapshot_rows=loaded,
         source=cs.origin,
     )
-    say("verifying" if identity else f"{sub.name}: verifying")
+    say("verifying" if whole else f"{sub.name}: verifying")
     final = sub_articles(schemas, sub, {n: len(v) for n, v in schemas.versions.items()})
     try:
-        check = _verify(spark, cs, schemas, sub, endpoint, final, identity, routed, applied, ev)
+        check = _verify(spark, cs, schemas, sub, endpoint, final, whole, routed, applied, ev)
     except ApplierError:
         raise
     except Exception as e:  # noqa: BLE001 - a checker that crashes says unknown, never passes
@@ -237,7 +235,7 @@ def _subscription(
     phases["verify"] = time.perf_counter() - t
     if applied.planned is not None:
         applied.planned.unpersist()
-    if not identity:
+    if not whole:
         routed.unpersist()
     fatal = applied.fatal or summary.fatal
     return SubscriptionResult(
@@ -252,6 +250,77 @@ def _subscription(
         tuple(applied.schema_changes),
         tuple(plan.procedures),
     )
+
+
+def _record(endpoint: Endpoint, name: str, ident: RunIdentity, phase: str, rows: int | None) -> None:
+    """The phase this subscription's run reached, recorded in the subscriber."""
+    conn = endpoint.connect()
+    try:
+        ProgressTable(endpoint.dialect).write_run(
+            conn.cursor(), name, ident.fingerprint, ident.settings, phase, rows
+        )
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _held_run(endpoint: Endpoint, name: str) -> RunRecord | None:
+    """The run the subscriber holds for ``name``; None when it holds none (or no runs table)."""
+    import pyodbc
+
+    conn = endpoint.connect()
+    try:
+        return ProgressTable(endpoint.dialect).read_run(conn.cursor(), name)
+    except pyodbc.Error:  # no runs table: applier never installed anything here
+        return None
+    finally:
+        conn.close()
+
+
+def _prepare(
+    endpoint: Endpoint,
+    sub: Subscription,
+    articles: tuple[Article, ...],
+    ident: RunIdentity,
+    snapshot: DataFrame,
+    custom_sql: Sequence[Path],
+    set_apply: bool,
+    full_copy: bool,
+    resume: bool,
+    say: Say,
+    label: bool,
+) -> int:
+    """Tables, procedures, snapshot and constraints, each phase recorded in the subscriber;
+    returns the snapshot's row count. A resume continues only the run the subscriber holds
+    (anything else is refused, naming what differs), from the phase it reached: a run stopped
+    before its snapshot was wholly loaded installs and loads again."""
+    who = f"{sub.name}: " if label else ""
+    if resume:
+        held = _held_run(endpoint, sub.name)
+        if held is None:
+            raise InputError(
+                f"--resume: {endpoint.description} holds no run of subscription {sub.name!r} to continue "
+                "(run it without --resume first)"
+            )
+        if held.fingerprint != ident.fingerprint:
+            diff = ident.differences(held.settings)
+            raise ConfigError(
+                f"--resume: subscription {sub.name!r} in {endpoint.description} holds another run: "
+                + ("; ".join(diff) or "its settings differ")
+                + " (resume with the same settings, or run without --resume to start again)"
+            )
+        if held.phase in (LOADED, APPLYING, APPLIED):
+            say(f"{who}resuming from the progress table ({held.phase})")
+            return held.snapshot_rows or 0
+        say(f"{who}resuming: the earlier run stopped before its snapshot was loaded; loading it again")
+    say(f"{who}installing tables and procedures")
+    install(endpoint, articles, sub.name, custom_sql=custom_sql, set_apply=set_apply)
+    _record(endpoint, sub.name, ident, INSTALLED, None)
+    loaded = load_snapshot(snapshot, endpoint, articles)
+    if full_copy:
+        add_constraints(endpoint, articles)
+    _record(endpoint, sub.name, ident, LOADED, loaded)
+    return loaded
 
 
 def stream_job(
@@ -298,7 +367,7 @@ def _verify(
     sub: Subscription,
     endpoint: Endpoint,
     final: tuple[Any, ...],
-    identity: bool,
+    whole: bool,
     routed: DataFrame,
     applied: Applied,
     events: DataFrame,
@@ -307,7 +376,7 @@ def _verify(
     first (the images are read only to explain a divergence); a filtered subscription compares
     the oracle filtered by its where clauses, cut to its columns, at the last versions."""
     found = read_target(spark, endpoint, final)
-    if identity:
+    if whole:
         # A generated stream is not cached: its commands are read back from the planned stream
         # (cached, its count checked); anything else from the stream as read.
         source = applied.planned if applied.planned is not None and cs.stats is not None else cs.changes

@@ -1,18 +1,38 @@
-"""The progress table in the subscriber: ``applier.progress(subscription, stream, last_lsn, last_round)``.
+"""The progress table in the subscriber: ``applier.progress(subscription, stream, last_lsn, last_round)``,
+and beside it the run each subscription holds: ``applier.runs(subscription, fingerprint,
+settings, phase, snapshot_rows)``.
 
-Every commit of a stream also writes its row here, inside the same transaction, the way the
-Distribution Agent keeps its subscription watermark: a rerun after a crash starts from there
-(nothing lost, nothing applied twice), the ``independent`` model's writeset dependencies wait
-on it, and the console's progress bar reads it. Its statements are templates of each dialect
-(``sql/<dialect>/progress_*.sql.j2``, ``sql/common/``); this module is the one place that
-runs them.
+Every commit of a stream also writes its progress row, inside the same transaction, the way
+the Distribution Agent keeps its subscription watermark: a rerun after a crash starts from
+there (nothing lost, nothing applied twice), the ``independent`` model's writeset
+dependencies wait on it, and the console's progress bar reads it. The run row says which run
+those rows belong to (its settings and their digest) and the phase it reached, so that
+``--resume`` continues only that run, from that phase. The statements are templates of each
+dialect (``sql/<dialect>/progress_*``, ``run_*``, ``sql/common/``); this module is the one
+place that runs them.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 from applier.dialects.base import Dialect
+
+# The phases of a run, in order: tables and procedures created; the snapshot wholly loaded
+# (with its row count); the streams applying; every round applied.
+INSTALLED, LOADED, APPLYING, APPLIED = "installed", "loaded", "applying", "applied"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """The run a subscription holds in the subscriber."""
+
+    fingerprint: str
+    settings: dict[str, Any]
+    phase: str
+    snapshot_rows: int | None
 
 
 class ProgressTable:
@@ -45,3 +65,24 @@ class ProgressTable:
         """The last round any stream of the subscription committed (None: none yet)."""
         v = cur.execute(self.dialect.progress_max_round_sql(), subscription).fetchone()[0]
         return None if v is None else int(v)
+
+    def read_run(self, cur: Any, subscription: str) -> RunRecord | None:
+        """The run the subscriber holds for ``subscription`` (None: none was ever installed)."""
+        row = cur.execute(self.dialect.run_select_sql(), subscription).fetchone()
+        if row is None:
+            return None
+        rows = None if row[3] is None else int(row[3])
+        return RunRecord(str(row[0]), json.loads(row[1]), str(row[2]), rows)
+
+    def write_run(
+        self,
+        cur: Any,
+        subscription: str,
+        fingerprint: str,
+        settings: dict[str, Any],
+        phase: str,
+        snapshot_rows: int | None = None,
+    ) -> None:
+        """Record the run and the phase it reached (commit with the work of that phase)."""
+        text = json.dumps(settings, sort_keys=True, default=str)
+        cur.execute(self.dialect.run_upsert_sql(), subscription, fingerprint, text, phase, snapshot_rows)

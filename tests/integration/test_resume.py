@@ -1,20 +1,58 @@
-"""Exactly once: a run stopped part-way and resumed on the same subscriber applies each
-command once, skipping what the progress table shows committed."""
+"""Exactly once across a kill: a run killed with SIGKILL part-way through its apply and resumed on
+the same subscriber applies each command once, skipping what the progress table shows
+committed. A resume continues only the run the subscriber holds: other settings, or a
+subscriber that holds no run, are refused with what differs named; a run stopped before its
+snapshot was wholly loaded loads it again."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
-from applier.config import RunSettings, Workload, demo_config
+import applier
+from applier.errors import ConfigError, InputError
 from applier.sources.generator import LANES, generate_lane
-from tests.integration.helpers import run, write_jsonl
+from applier.targets.progress import INSTALLED, ProgressTable
+from tests.integration.helpers import rows, run, write_jsonl
 
 pytestmark = pytest.mark.integration
 
+CONFIG = """
+[run]
+subscription = "{name}"
+streams = 4
+commit_batch_size = 2
 
-def _records(cfg):
+[workload]
+kind = "key-chains"
+initial_rows = 200
+transactions = 240
+key_update_share = 0.1
+seed = 5
+
+[[articles]]
+name = "dbo.{name}"
+columns = [
+  {{ name = "id", type = "int", key = true }},
+  {{ name = "v", type = "nvarchar(40)" }},
+  {{ name = "n", type = "int" }},
+]
+"""
+
+
+def _files(tmp_path: Path, name: str):  # type: ignore[no-untyped-def]
+    """The config file, and the generated stream written as change and snapshot files."""
+    cfg_file = tmp_path / f"{name}.toml"
+    cfg_file.write_text(CONFIG.format(name=name), encoding="utf-8")
+    cfg = applier.load_config(cfg_file)
     snap, changes = [], []
     for lane in range(LANES):
         for kind, r in generate_lane(cfg.articles, cfg.workload, lane):
@@ -34,34 +72,87 @@ def _records(cfg):
                         "changed": changed,
                     }
                 )
-    return snap, sorted(changes, key=lambda r: r["lsn"])
+    ch = write_jsonl(tmp_path / f"{name}-changes.jsonl", sorted(changes, key=lambda r: r["lsn"]))
+    sn = write_jsonl(tmp_path / f"{name}-snapshot.jsonl", snap)
+    return cfg, cfg_file, ch, sn, len(changes)
 
 
-def test_resumed_run_applies_nothing_twice(spark, any_target, tmp_path):
-    cfg = demo_config().replace(
-        workload=Workload(
-            kind="key-chains", initial_rows=200, transactions=160, key_update_share=0.1, seed=5
-        ),
-        run=RunSettings(subscription="resume", streams=4, commit_batch_size=20),
-    )
-    snap, changes = _records(cfg)
-    head = [c for c in changes if c["xact_seqno"] <= 80]  # the first 4 rounds: "the crash"
-    snap_f = write_jsonl(tmp_path / "snap.jsonl", snap)
-    _, first = run(
-        spark, cfg, any_target, changes=write_jsonl(tmp_path / "head.jsonl", head), snapshot=snap_f
-    )
-    assert first["verdict"] == "converged"
+def _last_round(target, name: str) -> int | None:  # type: ignore[no-untyped-def]
+    try:
+        got = rows(target, 'SELECT max(last_round) FROM "applier"."progress" WHERE subscription = ?', name)
+    except Exception:  # noqa: BLE001 - the table is not there yet
+        return None
+    return got[0][0]
 
-    result, report = run(
-        spark,
-        cfg,
-        any_target,
-        changes=write_jsonl(tmp_path / "all.jsonl", changes),
-        snapshot=snap_f,
-        resume=True,
-    )
-    assert report["outcomes"]["resumed"] == len(head)
-    assert report["outcomes"].get("applied", 0) + report["outcomes"].get("reapplied", 0) == len(
-        changes
-    ) - len(head)
+
+def _kill_during_apply(pg, target, cfg_file: Path, ch: Path, sn: Path, name: str, at_round: int) -> None:  # type: ignore[no-untyped-def]
+    """`applier run` in its own process group, SIGKILLed once round ``at_round`` committed."""
+    cmd = [sys.executable, "-m", "applier.cli", "run", "--config", str(cfg_file), "--changes", str(ch)]
+    cmd += ["--snapshot", str(sn), "--target", pg.connection_string(), "--quiet"]
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            last = _last_round(target, name)
+            if last is not None and last >= at_round:
+                break
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+
+
+def test_killed_run_resumes_and_applies_each_command_once(spark, pg, target, tmp_path):
+    name = "resume_kill"
+    cfg, cfg_file, ch, sn, total = _files(tmp_path, name)
+    _kill_during_apply(pg, target, cfg_file, ch, sn, name, at_round=3)
+    committed = _last_round(target, name)
+    assert committed is not None and committed < 120 - 1  # killed part-way through its 120 rounds
+
+    result, report = run(spark, cfg, target, changes=ch, snapshot=sn, resume=True)
+    resumed = report["outcomes"]["resumed"]
+    applied = report["outcomes"].get("applied", 0) + report["outcomes"].get("reapplied", 0)
+    assert 0 < resumed < total
+    assert resumed + applied == total  # each command once: committed before the kill, or now
+    assert report["verdict"] == "converged", report["divergent"][:2]
+
+
+def test_resume_refuses_another_run_naming_what_differs(spark, target, tmp_path):
+    name = "resume_other"
+    cfg, _f, ch, sn, _n = _files(tmp_path, name)
+    run(spark, cfg, target, changes=ch, snapshot=sn)
+    more = cfg.replace(run=dataclasses.replace(cfg.run, streams=8))
+    with pytest.raises(ConfigError, match="streams is 8 now, 4 in the subscriber"):
+        run(spark, more, target, changes=ch, snapshot=sn, resume=True)
+    other = write_jsonl(tmp_path / "other.jsonl", [json.loads(x) for x in ch.read_text().splitlines()[:-1]])
+    with pytest.raises(ConfigError, match="source differ"):
+        run(spark, cfg, target, changes=other, snapshot=sn, resume=True)
+    never = cfg.replace(run=dataclasses.replace(cfg.run, subscription="resume_never"))
+    with pytest.raises(InputError, match="holds no run of subscription 'resume_never'"):
+        run(spark, never, target, changes=ch, snapshot=sn, resume=True)
+
+
+def test_a_run_stopped_before_its_snapshot_was_loaded_loads_it_again(spark, target, tmp_path):
+    name = "resume_load"
+    cfg, _f, ch, sn, total = _files(tmp_path, name)
+    run(spark, cfg, target, changes=ch, snapshot=sn)
+    # What a kill during the snapshot load leaves: phase "installed", part of the rows, no progress.
+    endpoint = target
+    conn = endpoint.connect()
+    try:
+        cur = conn.cursor()
+        table = ProgressTable(endpoint.dialect)
+        held = table.read_run(cur, name)
+        assert held is not None
+        table.write_run(cur, name, held.fingerprint, held.settings, INSTALLED, None)
+        table.clear(cur, name)
+        cur.execute(f'DELETE FROM "dbo"."{name}" WHERE id % 2 = 0')
+        conn.commit()
+    finally:
+        conn.close()
+    result, report = run(spark, cfg, target, changes=ch, snapshot=sn, resume=True)
+    assert report["snapshot_rows"] == 200
+    assert report["outcomes"].get("resumed", 0) == 0  # nothing was committed: everything applies
     assert report["verdict"] == "converged", report["divergent"][:2]
