@@ -29,6 +29,7 @@ from applier.apply.job import StreamJob
 from applier.apply.rendezvous import Address, Rendezvous
 from applier.apply.sender import Failure, Row, Sender, apply_serially, send_with_policy, slim
 from applier.apply.streams import Task, run_streams
+from applier.errors import TargetError
 from applier.plan.calls import Call, Planner
 from applier.targets.progress import ProgressTable
 
@@ -109,10 +110,16 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
         planner = Planner(dialect, job.articles)
         ev = Events(batches=job.batch_events)
         t_start = time.perf_counter()
-        conn = job.endpoint.connect(job.lock_timeout_ms)
-        sender = Sender(conn, dialect, planner, s, job.set_apply)
+        sender = Sender(
+            job.endpoint.connect(job.lock_timeout_ms),
+            dialect,
+            planner,
+            s,
+            job.set_apply,
+            reconnect=lambda: job.endpoint.connect(job.lock_timeout_ms),
+        )
         progress = ProgressTable(dialect)
-        done_round = _done_round(conn, progress, job, s)
+        done_round = _done_round(sender.conn, progress, job, s)
         upsert = progress.upsert_sql
         peek = _Peek(_rows(batches))
         rdv = Rendezvous(rendezvous, s)
@@ -127,13 +134,28 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                 upsert, progress.upsert_params(job.subscription, stream, max(r["lsn"] for r in rows), rnd)
             )
 
-        def reconnect_if_lost(f: Failure | None) -> None:
-            nonlocal conn
-            if f is not None and f.connection_lost:
-                with contextlib.suppress(Exception):  # already gone
-                    conn.close()
-                conn = job.endpoint.connect(job.lock_timeout_ms)
-                sender.conn = conn
+        def commit(r: int, share: list[Row], calls: list[tuple[Row, Call]]) -> None:
+            """Commit this stream's share of a round every stream applied. A connection lost at
+            the commit may or may not have committed: the progress row says. A share the
+            server rolled back is applied again alone on a new connection (the other streams'
+            shares of the round committed, and none of them depended on it: they all applied
+            at once without a conflict)."""
+            try:
+                sender.conn.commit()
+                return
+            except Exception as e:  # noqa: BLE001 - pyodbc's errors, classified below
+                if not dialect.classify(e).connection_lost:
+                    raise
+            sender.renew()
+            if not share or _done_round(sender.conn, progress, job, s) >= r:
+                return  # the commit reached the server before the connection broke
+            log.warning("stream %d lost its connection at the commit of round %d: applying it again", s, r)
+            _, f = apply_serially(sender, calls, [progress_call(s, share, r)], job.retry, skip)
+            if f is not None:
+                raise TargetError(
+                    f"stream {s}: round {r} could not be applied again after a lost commit: {f.message}"
+                )
+            sender.conn.commit()
 
         def take(r: int) -> tuple[list[Row], list[tuple[Row, Call]] | None]:
             """Round r's share and, unless an earlier run committed it, its calls."""
@@ -192,7 +214,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
             wait_s += time.perf_counter() - t_wait
             failures = [Failure.from_json(d) for d in map(json.loads, gathered) if d]
             if not failures:
-                conn.commit()
+                commit(r, share, calls)
                 ev.committed(share, skipped, "applied", t_exec, time.time())
                 t_wait = time.perf_counter()
                 rdv.barrier()  # everyone committed before anyone starts the next round
@@ -205,8 +227,9 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                 continue
             # -- reset to one stream --------------------------------------------------
             with contextlib.suppress(Exception):  # a lost connection cannot roll back; the server did
-                conn.rollback()
-            reconnect_if_lost(failure)
+                sender.conn.rollback()
+            if failure is not None and failure.connection_lost:
+                sender.renew()  # a lost connection in a parallel round is a reset, not a failure
             mine = failure.lsn if failure is not None else None
             for row in share:
                 if row["lsn"] == mine and failure is not None:
@@ -229,7 +252,6 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                 )
                 merged = sorted((row for sh in shares for row in json.loads(sh)), key=lambda x: x["lsn"])
                 result = _reapply(sender, merged, job, r, skip, ev)
-                reconnect_if_lost(None)
                 ev.add("log", round_=r, message=message, cls=",".join(sorted({f.cls for f in failures})))
                 ev.add(
                     "round",
@@ -244,7 +266,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
             yield from ev.drain()
         rdv.close()
         with contextlib.suppress(Exception):  # already gone
-            conn.close()
+            sender.conn.close()
         ev.add(
             "stream",
             stream=s,
@@ -255,6 +277,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                     "sql_seconds": round(sender.sql_seconds, 4),
                     "barrier_wait_seconds": round(wait_s, 4),
                     "round_trips": sender.round_trips,
+                    "reconnects": sender.reconnects,
                 }
             ),
         )

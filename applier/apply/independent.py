@@ -85,10 +85,13 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
         s = ctx.partitionId()
         dialect = job.endpoint.dialect
         ev = Events()
-        conn = job.endpoint.connect(job.lock_timeout_ms)
-        sender = Sender(conn, dialect, Planner(dialect, job.articles), s, job.set_apply)
+
+        def reconnect() -> Any:
+            return job.endpoint.connect(job.lock_timeout_ms)
+
+        sender = Sender(reconnect(), dialect, Planner(dialect, job.articles), s, job.set_apply, reconnect)
         table = ProgressTable(dialect)
-        progress = _Progress(conn, table, job.subscription)
+        progress = _Progress(sender.conn, table, job.subscription)
         progress.refresh()
         done = progress.seen.get(s, -1)
         rdv = Rendezvous(rendezvous, s)
@@ -135,7 +138,8 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
             t_exec = time.time()
             skipped, failure = send_with_policy(sender, calls, tail, skip)
             if failure is None:
-                conn.commit()
+                failure = _commit(sender, progress, s, txn[-1]["lsn"])
+            if failure is None:
                 ev.committed(txn, skipped, "applied", t_exec, time.time())
                 for row, f in skipped:
                     ev.add(
@@ -150,10 +154,10 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
                     )
             else:
                 with contextlib.suppress(Exception):  # a lost connection cannot roll back
-                    conn.rollback()
-                if failure.connection_lost:
-                    conn = job.endpoint.connect(job.lock_timeout_ms)
-                    sender.conn = progress.conn = conn
+                    sender.conn.rollback()
+                if failure.connection_lost:  # a new connection; the transaction is deferred
+                    sender.renew()
+                    progress.conn = sender.conn
                 ev.add(
                     "conflict",
                     lsn=failure.lsn,
@@ -183,7 +187,7 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
                 _apply_deferred(sender, merged, job, ev, skip)
         rdv.close()
         with contextlib.suppress(Exception):
-            conn.close()
+            sender.conn.close()
         ev.add(
             "stream",
             stream=s,
@@ -194,12 +198,31 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
                     "sql_seconds": round(sender.sql_seconds, 4),
                     "deferred": len(deferred),
                     "round_trips": sender.round_trips,
+                    "reconnects": sender.reconnects,
                 }
             ),
         )
         yield from ev.drain()
 
     return run
+
+
+def _commit(sender: Sender, progress: _Progress, stream: int, lsn: int) -> Failure | None:
+    """Commit one transaction; a connection lost at the commit may or may not have committed
+    (the progress row says): None when it did, else the failure (the transaction is deferred)."""
+    try:
+        sender.conn.commit()
+        return None
+    except Exception as e:  # noqa: BLE001 - pyodbc's errors, classified below
+        c = sender.dialect.classify(e)
+        if not c.connection_lost:
+            raise
+    sender.renew()
+    progress.conn = sender.conn
+    progress.refresh()
+    if progress.seen.get(stream, -1) >= lsn:
+        return None
+    return Failure(c.cls.value, c.code, c.message[:400], None, stream, True, True)
 
 
 def _apply_deferred(

@@ -13,6 +13,7 @@ reset and skips go row by row (per-row errors).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -92,18 +93,36 @@ def _shown(v: Any, msg: str) -> bool:
 
 
 class Sender:
-    """One connection's way of sending calls: chunked multi-statement batches."""
+    """One connection's way of sending calls: chunked multi-statement batches. ``reconnect``
+    opens a replacement when the connection is lost (:meth:`renew`)."""
 
     def __init__(
-        self, conn: Any, dialect: Dialect, planner: Planner, stream: int, set_apply: bool = False
+        self,
+        conn: Any,
+        dialect: Dialect,
+        planner: Planner,
+        stream: int,
+        set_apply: bool = False,
+        reconnect: Callable[[], Any] | None = None,
     ) -> None:
         self.conn = conn
         self.dialect = dialect
         self.planner = planner
         self.stream = stream
         self.set_apply = set_apply
+        self.reconnect = reconnect
         self.round_trips = 0
         self.sql_seconds = 0.0
+        self.reconnects = 0
+
+    def renew(self) -> None:
+        """Replace a lost connection with a new one (the server rolled back its open work)."""
+        if self.reconnect is None:
+            raise RuntimeError("the connection was lost and this sender cannot reconnect")
+        with contextlib.suppress(Exception):  # already gone
+            self.conn.close()
+        self.conn = self.reconnect()
+        self.reconnects += 1
 
     def calls(self, rows: Sequence[Row], bulk: bool | None = None) -> list[tuple[Row, Call]]:
         """The call of every row (rows whose operation is not replicated are left out);
@@ -235,16 +254,22 @@ def apply_serially(
     """The single-connection re-apply: :func:`send_with_policy`, with transient errors (deadlock
     victim, serialization failure) rolled back and retried by tenacity per ``retry``."""
 
+    last: list[Failure] = []
+
     def attempt() -> tuple[list[tuple[Row, Failure]], Failure | None]:
         skipped, f = send_with_policy(sender, calls, tail, skip)
         if f is not None and f.transient:
-            sender.conn.rollback()
+            last[:] = [f]
+            if f.connection_lost:
+                sender.renew()  # a new connection: the lost one's work was rolled back by the server
+            else:
+                sender.conn.rollback()
             raise _Transient(f.message)
         return skipped, f
 
     try:
         return retry.retrying(lambda e: isinstance(e, _Transient))(attempt)
     except _Transient as e:
-        return [], Failure(
-            "deadlock", "", f"transient errors persisted after {retry.attempts} attempts: {e}", None, 0, True
-        )
+        f = last[0]
+        why = f"transient errors persisted after {retry.attempts} attempts: {e}"
+        return [], Failure(f.cls, f.code, why, None, sender.stream, True, f.connection_lost)
