@@ -26,8 +26,8 @@ from pyspark.sql import SparkSession
 
 from applier import pipeline
 from applier.config import Config, check_config, load_config
-from applier.errors import ConfigError
-from applier.report.json import run_report, write_json
+from applier.errors import ConfigError, stop_of
+from applier.report.json import run_report, unfinished_report, write_json
 from applier.results import RunResult, Verdict
 from applier.sparkenv import spark_session
 from applier.targets import Endpoint, Target, preflight
@@ -85,6 +85,35 @@ def run(
     in ``RunResult.files``). ``spark``: a session to use (default: ``local[N]``, or the one
     spark-submit started)."""
     config = check_config(config)
+    try:
+        result = _run(
+            config, target, changes, snapshot, custom_sql, work_dir, resume, spark, on_phase, progress
+        )
+    except BaseException as e:
+        # A run that ends before its verdict (an error, a signal) still leaves its report.
+        if report is not None:
+            stop = stop_of(e)
+            code, why = (128 + stop.signum, str(stop)) if stop else (2, str(e) or type(e).__name__)
+            write_json(unfinished_report(config.to_dict(), why, code), report)
+        raise
+    if report is not None:
+        path = write_json(run_report(result), report)
+        result = dataclasses.replace(result, files={**result.files, "json": str(path)})
+    return result
+
+
+def _run(
+    config: Config,
+    target: Target | Endpoint | str | None,
+    changes: str | Path | None,
+    snapshot: str | Path | None,
+    custom_sql: Sequence[str | Path],
+    work_dir: str | Path | None,
+    resume: bool,
+    spark: SparkSession | None,
+    on_phase: Callable[[str], None] | None,
+    progress: Callable[[str, int, int], None] | None,
+) -> RunResult:
     with contextlib.ExitStack() as stack:
         if target is None or isinstance(target, str):
             target = Target.parse(target)
@@ -104,9 +133,6 @@ def run(
             progress=progress,
             on_phase=on_phase,
         )
-    if report is not None:
-        path = write_json(run_report(result), report)
-        result = dataclasses.replace(result, files={**result.files, "json": str(path)})
     return result
 
 

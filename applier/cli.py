@@ -1,20 +1,26 @@
-"""Command line: ``applier run`` (default), ``generate``, ``procs``, ``schema``, and the commands
+"""Command line: ``applier run`` (default), ``generate``, ``procs``, ``schema``, ``clean``, and the commands
 that live with their stage (``lint``, ``matrix``, ``bench``). Everything goes through the
 public API (:mod:`applier.api`).
 
-Exit codes of run: 0 converged, 1 diverged, 2 unknown or the run failed.
+Exit codes of run: 0 converged, 1 diverged, 2 unknown or the run failed, 130 stopped by SIGINT
+(Ctrl-C), 143 stopped by SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import signal
 import sys
+import threading
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from applier.config import WORKLOADS, Config, demo_config, load_config, with_overrides
-from applier.errors import ApplierError
+from applier.errors import ApplierError, Stopped, stop_of
 
 _WORKLOAD_FLAGS = (
     ("kind", "workload"),
@@ -173,6 +179,18 @@ def cmd_schema(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_clean(a: argparse.Namespace) -> int:
+    """Remove what runs killed with kill -9 left behind: their embedded clusters (stopped
+    first), work and Spark folders. A live run's folders are never touched."""
+    from applier import leftovers
+
+    removed = leftovers.clean(a.dir)
+    for folder in removed:
+        print(f"removed {folder}")
+    print(f"{len(removed)} folder(s) of dead runs removed")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="applier", description="Multi-connection apply tester for replication subscribers"
@@ -217,6 +235,9 @@ def parser() -> argparse.ArgumentParser:
     sc = sub.add_parser("schema", help="print (or write) the configuration file's JSON Schema")
     sc.add_argument("--out", help="write it to this file")
     sc.set_defaults(func=cmd_schema)
+    cl = sub.add_parser("clean", help="remove the clusters and folders that killed runs left behind")
+    cl.add_argument("--dir", help="where to look (default: the temporary directory)")
+    cl.set_defaults(func=cmd_clean)
     _register_extra(sub)
     return p
 
@@ -231,7 +252,7 @@ def _register_extra(sub: Any) -> list[str]:
     return [m.register(sub) for m in (lint, matrix, bench)]
 
 
-COMMANDS = ("run", "generate", "procs", "schema", "lint", "matrix", "bench")
+COMMANDS = ("run", "generate", "procs", "schema", "clean", "lint", "matrix", "bench")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,14 +266,65 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if a.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    received: list[int] = []
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # only there may handlers be set
+        previous = {sig: signal.signal(sig, _stopper(received)) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return int(a.func(a))
-    except ApplierError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 2
+        code = int(a.func(a))
+    except BaseException as e:
+        stop = stop_of(e)
+        if stop is None and not received:
+            if isinstance(e, ApplierError):
+                print(f"error: {e}", file=sys.stderr)
+                return 2
+            raise
+        if a.verbose:
+            traceback.print_exc()
+        return _stopped(stop.signum if stop else received[0])
+    finally:
+        for sig, h in previous.items():  # main() may run inside another program (a test)
+            signal.signal(sig, h)
+    # A signal that a step caught on its way (inside a C call it arrives as a SystemError)
+    # still stops the run: its result is not the run's.
+    return _stopped(received[0]) if received else code
+
+
+def _stopped(signum: int) -> int:
+    """Unwound through every `with` and `finally`: the open round rolled back with its
+    connections, the embedded cluster and the temporary folders removed."""
+    name = signal.Signals(signum).name
+    print(f"stopped by {name}: the open round was rolled back, nothing else was applied", file=sys.stderr)
+    return 128 + signum
+
+
+def _stopper(received: list[int]) -> Callable[[int, object], None]:
+    """The SIGINT/SIGTERM handler: stop Spark's work, then unwind. A local Spark's JVM (this
+    process's child) is killed: its stream tasks stop mid-call, their connections close and the
+    subscriber rolls the open round back, and no task prints its cancellation. Under
+    spark-submit the jobs are cancelled."""
+
+    def stop(signum: int, frame: object) -> None:
+        received.append(signum)
+        logging.disable(logging.CRITICAL)  # py4j logs the dead gateway's errors; _stopped says it
+        if "pyspark" in sys.modules:
+            from pyspark import SparkContext
+
+            sc = SparkContext._active_spark_context
+            proc = getattr(getattr(sc, "_gateway", None), "proc", None)
+            with contextlib.suppress(Exception):
+                if proc is not None:
+                    # PySpark's accumulator server would print the dead JVM's EOF as a traceback.
+                    server = getattr(sc, "_accumulatorServer", None)
+                    if server is not None:
+                        server.handle_error = lambda request, address: None
+                    proc.kill()
+                elif sc is not None:
+                    sc.cancelAllJobs()
+        if len(received) == 1:
+            raise Stopped(signum, signal.Signals(signum).name)
+
+    return stop
 
 
 if __name__ == "__main__":

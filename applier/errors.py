@@ -21,3 +21,26 @@ class TargetError(ApplierError):
 
 class UnsupportedError(ApplierError):
     """Something a dialect cannot express."""
+
+
+class Stopped(BaseException):
+    """SIGINT or SIGTERM: the run unwinds, cleans up and exits 128 + the signal's number. A
+    BaseException, so that no ``except Exception`` on the way swallows it."""
+
+    def __init__(self, signum: int, name: str) -> None:
+        super().__init__(f"stopped by {name}")
+        self.signum = signum
+        self.name = name
+
+
+def stop_of(e: BaseException) -> Stopped | None:
+    """The signal behind ``e``: itself, or one it was raised from or while handling (a signal
+    that lands inside a C extension's call comes back wrapped in a SystemError)."""
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, Stopped):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None

@@ -21,7 +21,9 @@ import contextlib
 import hashlib
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,6 +165,19 @@ def _publish_when_done(spark: SparkSession, archive: ClassArchive) -> None:
     atexit.register(done)
 
 
+def _local_dir() -> Path:
+    """The JVM's temporary folder for this process (Spark's block manager, shuffle files)."""
+    from applier import leftovers
+
+    leftovers.clean()
+    folder = leftovers.owned_dir("applier-spark-")
+
+    # Removed at exit without a word to Spark: after a signal its gateway may be mid-call. The
+    # JVM exits when this process does (its stdin closes) and finds nothing left to delete.
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 def spark_session(slots: int = 4, app: str = "applier") -> SparkSession:
     """The active session if there is one (a test's, a notebook's, spark-submit's), else a new
     ``local[max(slots, cores)]`` session (N streams need N task slots)."""
@@ -177,10 +192,14 @@ def spark_session(slots: int = 4, app: str = "applier") -> SparkSession:
     builder = SparkSession.builder.appName(app)
     archive = None
     if not under_spark_submit():
-        if SparkSession.getActiveSession() is None and (archive := class_archive()) is not None:
-            builder = builder.config("spark.driver.extraJavaOptions", archive.java_options())
+        # The JVM's temporary files (Spark's block manager, shuffle and userFiles folders) in a
+        # folder this process owns: removed at exit, and by the next run after a kill -9.
+        java_options = [f"-Djava.io.tmpdir={_local_dir()}"]
+        if (archive := class_archive()) is not None:
+            java_options.append(archive.java_options())
             if archive.ready:
                 archive.used()
+        builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
         n = max(slots, os.cpu_count() or 2, 2)
         builder = (
             builder.master(f"local[{n}]")
@@ -199,7 +218,14 @@ def spark_session(slots: int = 4, app: str = "applier") -> SparkSession:
             .config("spark.sql.codegen.hugeMethodLimit", "8000")
             .config("spark.executorEnv.ODBCSYSINI", os.environ.get("ODBCSYSINI", ""))
         )
+    handler = signal.getsignal(signal.SIGINT)
     spark = builder.getOrCreate()
+    if handler not in (signal.default_int_handler, signal.SIG_DFL, signal.SIG_IGN, None) and (
+        threading.current_thread() is threading.main_thread()
+    ):
+        # PySpark replaces the SIGINT handler with one that cancels the jobs; a caller that
+        # handles signals itself (the CLI) keeps its own.
+        signal.signal(signal.SIGINT, handler)
     spark.sparkContext.setLogLevel("ERROR")
     if archive is not None and not archive.ready:
         archive.clear_stale()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from applier import leftovers
 from applier.apply.events import EVENT_SCHEMA
 from applier.apply.install import add_constraints, install, load_snapshot
 from applier.apply.job import StreamJob
@@ -26,7 +26,7 @@ from applier.apply.summary import summarize
 from applier.articles import Article
 from applier.config import Config, Subscription
 from applier.distribute.routing import filter_rows, route, sub_articles
-from applier.errors import ApplierError, ConfigError, InputError
+from applier.errors import ApplierError, ConfigError, InputError, stop_of
 from applier.pipeline.identity import RunIdentity, run_identity
 from applier.pipeline.segments import Applied, Plan, Settings, apply_segments, plan_barriers
 from applier.records.events import Schemas
@@ -87,7 +87,7 @@ def run(
     if missing:
         raise ApplierError(f"no subscriber database for subscription(s) {missing}")
     own_dir = work_dir is None
-    wd = Path(tempfile.mkdtemp(prefix="applier-work-")) if work_dir is None else Path(work_dir)
+    wd = leftovers.owned_dir("applier-work-") if work_dir is None else Path(work_dir)
     wd.mkdir(parents=True, exist_ok=True)
     try:
         say("reading changes" if changes else f"generating {config.workload.kind} workload")
@@ -231,6 +231,8 @@ def _subscription(
     except ApplierError:
         raise
     except Exception as e:  # noqa: BLE001 - a checker that crashes says unknown, never passes
+        if stop_of(e) is not None:
+            raise  # a signal that landed inside a C call: the run stops, it did not check
         check = Check.unknown(f"verification failed: {type(e).__name__}: {e}")
     phases["verify"] = time.perf_counter() - t
     if applied.planned is not None:

@@ -62,6 +62,17 @@ def run_report(result: RunResult) -> dict[str, Any]:
     }
 
 
+def unfinished_report(settings: Mapping[str, Any], reason: str, exit_code: int) -> dict[str, Any]:
+    """The report of a run that ended before its verdict: unknown, and why."""
+    return {
+        "verdict": "unknown",
+        "reason": reason,
+        "exit_code": exit_code,
+        "subscriptions": [],
+        "settings": dict(settings),
+    }
+
+
 def write_json(report: Mapping[str, Any], path: str | Path) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,9 @@
 """Embedded PostgreSQL: a throwaway cluster started by applier from the local binaries.
 
 The cluster lives in a temporary directory, listens on a free loopback port and a socket
-directory it owns, and is torn down at exit (normal exit, error, Ctrl-C or SIGTERM).
+directory it owns, and is torn down at exit (normal exit, error, Ctrl-C or SIGTERM). After a
+kill -9 the next start (or ``applier clean``) stops it and removes its folder
+(:mod:`applier.leftovers`: the folder names its owner process).
 PostgreSQL refuses to run as root, so when applier runs as root the server runs as an
 unprivileged account (``postgres`` where Debian's package created it, else ``nobody``).
 """
@@ -16,12 +18,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from applier import leftovers
 from applier.errors import TargetError
 from applier.targets.base import Target
 
@@ -95,7 +97,8 @@ class EmbeddedPostgres(Target):
             return self
         bindir = find_pg_bindir()
         self._runas = _unprivileged_user()
-        self._root = Path(tempfile.mkdtemp(prefix="applier-pg-"))
+        leftovers.clean()  # clusters and folders of runs that were killed (kill -9) go first
+        self._root = leftovers.owned_dir("applier-pg-")
         os.chmod(self._root, 0o755)
         self.datadir = self._root / "data"
         sockdir = self._root / "sock"

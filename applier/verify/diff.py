@@ -8,6 +8,7 @@ converged, diverged, or unknown when the check itself failed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -95,9 +96,11 @@ def verify(
         skips = skip_costs(d, changes, events) if events is not None else {}
         return Check(Verdict.DIVERGED, counts, tuple(out), n_expected, n_found, skips=skips)
     finally:
-        d.unpersist()
-        expected.unpersist()
-        found.unpersist()
+        # Never mask what is unwinding (a signal has stopped Spark: these calls would fail).
+        with contextlib.suppress(Exception):
+            d.unpersist()
+            expected.unpersist()
+            found.unpersist()
 
 
 def _effective_times(outcomes: list[dict[str, Any]]) -> tuple[float | None, float | None, str | None]:
