@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 OUT ?= out
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-unit lint bench clean
+.PHONY: help setup demo test test-unit test-faults lint bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -16,7 +16,10 @@ demo: setup ## run the main job: a multi-stream apply against an embedded Postgr
 	$(BIN)/applier run --report $(OUT)/demo-report.json
 
 test: setup ## run the tests (unit + integration on embedded PostgreSQL and local Spark)
-	$(BIN)/pytest
+	$(BIN)/pytest -m "not faults"
+
+test-faults: setup ## kill -9 at 26 seeded moments, resume each, count every row change (~15 min)
+	$(BIN)/pytest -m faults tests/faults
 
 test-unit: setup ## run the unit tests only (no database, no Spark)
 	$(BIN)/pytest tests/unit

@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from applier import failpoints
 from applier.apply.events import RESET_LOG, Events
 from applier.apply.job import StreamJob
 from applier.apply.rendezvous import Address, Rendezvous
@@ -209,12 +210,14 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                     message=f.message,
                     outcome="skipped",
                 )
+            failpoints.reach("apply.share")
             t_wait = time.perf_counter()
             gathered = rdv.all_gather(json.dumps(failure.to_json() if failure else None))
             wait_s += time.perf_counter() - t_wait
             failures = [Failure.from_json(d) for d in map(json.loads, gathered) if d]
             if not failures:
                 commit(r, share, calls)
+                failpoints.reach("apply.commit")
                 ev.committed(share, skipped, "applied", t_exec, time.time())
                 t_wait = time.perf_counter()
                 rdv.barrier()  # everyone committed before anyone starts the next round
@@ -304,7 +307,9 @@ def _reapply(
     ]
     skipped, failure = apply_serially(sender, calls, tail, job.retry, skip)
     if failure is None:
+        failpoints.reach("apply.reapply")
         sender.conn.commit()
+        failpoints.reach("apply.reapplied")
         ev.committed(merged, skipped, "reapplied", t_exec, time.time())
         return {"fatal": False}
     sender.conn.rollback()

@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from applier import failpoints
 from applier.apply.events import Events
 from applier.apply.job import StreamJob
 from applier.apply.rendezvous import Address, Rendezvous
@@ -137,9 +138,11 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
             ]
             t_exec = time.time()
             skipped, failure = send_with_policy(sender, calls, tail, skip)
+            failpoints.reach("apply.share")
             if failure is None:
                 failure = _commit(sender, progress, s, txn[-1]["lsn"])
             if failure is None:
+                failpoints.reach("apply.commit")
                 ev.committed(txn, skipped, "applied", t_exec, time.time())
                 for row, f in skipped:
                     ev.add(
@@ -256,7 +259,9 @@ def _apply_deferred(
         t_exec = time.time()
         skipped, failure = apply_serially(sender, calls, tail, job.retry, skip)
         if failure is None:
+            failpoints.reach("apply.reapply")
             sender.conn.commit()
+            failpoints.reach("apply.reapplied")
             ev.committed(txn, skipped, "reapplied", t_exec, time.time())
             continue
         sender.conn.rollback()

@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
+from applier import failpoints
 from applier.articles import Article
 from applier.dialects.base import Dialect
 from applier.errors import ApplierError, TargetError
@@ -78,6 +79,7 @@ def install(
                 for stmt in dialect.split_script(sql):
                     _exec(cur, stmt, f"installing {ref}")
                 installed.append(ref)
+        failpoints.reach("install.tables")
         for path in custom_sql:
             try:
                 text = Path(path).read_text(encoding="utf-8")
@@ -86,6 +88,7 @@ def install(
             for stmt in dialect.split_script(text):
                 _exec(cur, stmt, f"running {path}")
         _check_custom_procedures(cur, dialect, articles, custom_sql)
+        failpoints.reach("install.procedures")
         conn.commit()
     finally:
         conn.close()
@@ -143,9 +146,10 @@ def load_snapshot(
             sql = bulk[name]
             if sql is not None:  # the images as they are, one JSON text
                 cur.execute(sql, "[" + ",".join(rows) + "]")
-                return
-            params = [v for r in rows for v in r]
-            cur.execute(_insert_many_sql(dialect, a, len(rows)), params)
+            else:
+                params = [v for r in rows for v in r]
+                cur.execute(_insert_many_sql(dialect, a, len(rows)), params)
+            failpoints.reach("load.batch")
 
         try:
             for b in batches:

@@ -18,7 +18,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from applier import leftovers
+from applier import failpoints, leftovers
 from applier.apply.events import EVENT_SCHEMA
 from applier.apply.install import add_constraints, install, load_snapshot
 from applier.apply.job import StreamJob
@@ -36,7 +36,15 @@ from applier.sources.dataset import ChangeSet, generate, read_changes
 from applier.sources.hazards import effective_config
 from applier.targets.connection import REAPPLY
 from applier.targets.endpoint import Endpoint
-from applier.targets.progress import APPLIED, APPLYING, INSTALLED, LOADED, ProgressTable, RunRecord
+from applier.targets.progress import (
+    APPLIED,
+    APPLYING,
+    INSTALLED,
+    LOADED,
+    STARTED,
+    ProgressTable,
+    RunRecord,
+)
 from applier.verify.diff import verify
 from applier.verify.oracle import digested, latest_rows, oracle, oracle_digest, replicated
 from applier.verify.target import read_target
@@ -86,6 +94,16 @@ def run(
     missing = [s.name for s in subs if s.name not in endpoints]
     if missing:
         raise ApplierError(f"no subscriber database for subscription(s) {missing}")
+    # A resume is checked before the stream is read (another run is refused at once); a new run
+    # is recorded as started once its input is validated, before anything is installed.
+    base = Schemas.build({a.name: a for a in config.articles}, [])
+    idents = {
+        s.name: run_identity(
+            config, s, sub_articles(base, s, {}), changes, snapshot, s.streams or config.run.streams
+        )
+        for s in subs
+    }
+    held = {s.name: _resumed(endpoints[s.name], s.name, idents[s.name]) for s in subs if resume}
     own_dir = work_dir is None
     wd = leftovers.owned_dir("applier-work-") if work_dir is None else Path(work_dir)
     wd.mkdir(parents=True, exist_ok=True)
@@ -106,6 +124,8 @@ def run(
                 "applied procedures (they are applied once, between segments)"
             )
         read_seconds = time.perf_counter() - t
+        for s in subs if not resume else ():
+            _record(endpoints[s.name], s.name, idents[s.name], STARTED, None)
         out = []
         for sub in subs:
             out.append(
@@ -119,12 +139,11 @@ def run(
                     endpoints[sub.name],
                     wd,
                     custom_sql,
-                    resume,
+                    idents[sub.name],
+                    held.get(sub.name),
                     say,
                     progress or (lambda *_: None),
                     read_seconds,
-                    changes,
-                    snapshot,
                 )
             )
             read_seconds = 0.0  # the stream is read once, for the first subscription
@@ -145,12 +164,11 @@ def _subscription(
     endpoint: Endpoint,
     wd: Path,
     custom_sql: Sequence[Path],
-    resume: bool,
+    ident: RunIdentity,
+    held: str | None,
     say: Say,
     progress: Progress,
     read_seconds: float,
-    changes: str | Path | None,
-    snapshot: str | Path | None,
 ) -> SubscriptionResult:
     rs = config.run
     names = tuple(a.name for a in config.articles)
@@ -179,14 +197,13 @@ def _subscription(
         say(f"{sub.name}: set-based apply is off: the stream changes the schema (applying row by row)")
     if set_apply and not endpoint.dialect.SET_APPLY:
         say(f"set-based apply is not available for {endpoint.dialect_name}: applying row by row")
-    ident = run_identity(config, sub, first, changes, snapshot, sub.streams or rs.streams)
     snap = (
         cs.snapshot
         if whole
         else filter_rows(cs.snapshot.withColumn("schema_version", F.lit(1)), schemas, sub, final=False)
     )
     loaded = _prepare(
-        endpoint, sub, first, ident, snap, custom_sql, set_apply, full_copy, resume, say, label=not whole
+        endpoint, sub, first, ident, snap, custom_sql, set_apply, full_copy, held, say, label=not whole
     )
     phases["prepare"] = read_seconds + time.perf_counter() - t
 
@@ -198,8 +215,8 @@ def _subscription(
         rs.partition,
         rs.model,
         job,
-        resume,
-        size_hint=config.workload.commands if changes is None else None,
+        held is not None,
+        size_hint=config.workload.commands if "generated" in ident.settings["source"] else None,
     )
     known = None
     if whole and cs.stats is not None:
@@ -208,6 +225,7 @@ def _subscription(
     applied = apply_segments(spark, routed, schemas, sub, st, plan, wd, say, progress, known)
     if not applied.fatal:
         _record(endpoint, sub.name, ident, APPLIED, loaded)
+        failpoints.reach("apply.done")
     phases["plan"] = applied.plan_seconds
     phases["apply"] = applied.apply_seconds
 
@@ -226,6 +244,7 @@ def _subscription(
     )
     say("verifying" if whole else f"{sub.name}: verifying")
     final = sub_articles(schemas, sub, {n: len(v) for n, v in schemas.versions.items()})
+    failpoints.reach("verify.start")
     try:
         check = _verify(spark, cs, schemas, sub, endpoint, final, whole, routed, applied, ev)
     except ApplierError:
@@ -255,12 +274,16 @@ def _subscription(
 
 
 def _record(endpoint: Endpoint, name: str, ident: RunIdentity, phase: str, rows: int | None) -> None:
-    """The phase this subscription's run reached, recorded in the subscriber."""
+    """The phase this subscription's run reached, recorded in the subscriber (its tables
+    created first when it has none)."""
     conn = endpoint.connect()
     try:
-        ProgressTable(endpoint.dialect).write_run(
-            conn.cursor(), name, ident.fingerprint, ident.settings, phase, rows
-        )
+        table = ProgressTable(endpoint.dialect)
+        cur = conn.cursor()
+        if phase == STARTED:
+            for stmt in table.ddl():
+                cur.execute(stmt)
+        table.write_run(cur, name, ident.fingerprint, ident.settings, phase, rows)
         conn.commit()
     finally:
         conn.close()
@@ -279,6 +302,25 @@ def _held_run(endpoint: Endpoint, name: str) -> RunRecord | None:
         conn.close()
 
 
+def _resumed(endpoint: Endpoint, name: str, ident: RunIdentity) -> str:
+    """The phase the run a resume continues reached; anything but the same run is refused,
+    naming what differs."""
+    held = _held_run(endpoint, name)
+    if held is None:
+        raise InputError(
+            f"--resume: {endpoint.description} holds no run of subscription {name!r} to continue "
+            "(run it without --resume first)"
+        )
+    if held.fingerprint != ident.fingerprint:
+        diff = ident.differences(held.settings)
+        raise ConfigError(
+            f"--resume: subscription {name!r} in {endpoint.description} holds another run: "
+            + ("; ".join(diff) or "its settings differ")
+            + " (resume with the same settings, or run without --resume to start again)"
+        )
+    return held.phase
+
+
 def _prepare(
     endpoint: Endpoint,
     sub: Subscription,
@@ -288,41 +330,35 @@ def _prepare(
     custom_sql: Sequence[Path],
     set_apply: bool,
     full_copy: bool,
-    resume: bool,
+    held: str | None,
     say: Say,
     label: bool,
 ) -> int:
     """Tables, procedures, snapshot and constraints, each phase recorded in the subscriber;
-    returns the snapshot's row count. A resume continues only the run the subscriber holds
-    (anything else is refused, naming what differs), from the phase it reached: a run stopped
-    before its snapshot was wholly loaded installs and loads again."""
+    returns the snapshot's row count. A resume (``held``: the phase the run reached) continues
+    from there: a run stopped before its snapshot was wholly loaded installs and loads again."""
     who = f"{sub.name}: " if label else ""
-    if resume:
-        held = _held_run(endpoint, sub.name)
-        if held is None:
-            raise InputError(
-                f"--resume: {endpoint.description} holds no run of subscription {sub.name!r} to continue "
-                "(run it without --resume first)"
-            )
-        if held.fingerprint != ident.fingerprint:
-            diff = ident.differences(held.settings)
-            raise ConfigError(
-                f"--resume: subscription {sub.name!r} in {endpoint.description} holds another run: "
-                + ("; ".join(diff) or "its settings differ")
-                + " (resume with the same settings, or run without --resume to start again)"
-            )
-        if held.phase in (LOADED, APPLYING, APPLIED):
-            say(f"{who}resuming from the progress table ({held.phase})")
-            return held.snapshot_rows or 0
+    if held in (LOADED, APPLYING, APPLIED):
+        say(f"{who}resuming from the progress table ({held})")
+        return _held_rows(endpoint, sub.name)
+    if held is not None:
         say(f"{who}resuming: the earlier run stopped before its snapshot was loaded; loading it again")
     say(f"{who}installing tables and procedures")
     install(endpoint, articles, sub.name, custom_sql=custom_sql, set_apply=set_apply)
+    failpoints.reach("install.done")
     _record(endpoint, sub.name, ident, INSTALLED, None)
     loaded = load_snapshot(snapshot, endpoint, articles)
+    failpoints.reach("load.constraints")
     if full_copy:
         add_constraints(endpoint, articles)
     _record(endpoint, sub.name, ident, LOADED, loaded)
+    failpoints.reach("load.done")
     return loaded
+
+
+def _held_rows(endpoint: Endpoint, name: str) -> int:
+    held = _held_run(endpoint, name)
+    return 0 if held is None else held.snapshot_rows or 0
 
 
 def stream_job(

@@ -80,6 +80,7 @@ def _batches(rows: Iterator[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.
 
 def generate(spark: SparkSession, config: Config) -> ChangeSet:
     articles, workload = config.articles, config.workload
+    from applier import failpoints
     from applier.sources import columnar, hazards
     from applier.sparkenv import cache_level
 
@@ -101,6 +102,7 @@ def generate(spark: SparkSession, config: Config) -> ChangeSet:
         def rows() -> Iterator[tuple[Any, ...]]:
             for batch in it:
                 for lane in batch.column("id").to_pylist():
+                    failpoints.reach("generate.lane")
                     for kind, r in lane_generator(articles, workload, int(lane)):
                         if kind == "snapshot":
                             yield ("snapshot", None, None, None, r[0], "S", 1, None, r[2], None, None, r[1])

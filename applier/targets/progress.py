@@ -20,9 +20,10 @@ from typing import Any
 
 from applier.dialects.base import Dialect
 
-# The phases of a run, in order: tables and procedures created; the snapshot wholly loaded
-# (with its row count); the streams applying; every round applied.
-INSTALLED, LOADED, APPLYING, APPLIED = "installed", "loaded", "applying", "applied"
+# The phases of a run, in order: its input validated, nothing installed yet; tables and
+# procedures created; the snapshot wholly loaded (with its row count); the streams applying;
+# every round applied.
+STARTED, INSTALLED, LOADED, APPLYING, APPLIED = "started", "installed", "loaded", "applying", "applied"
 
 
 @dataclass(frozen=True)

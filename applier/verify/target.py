@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from applier import failpoints
 from applier.articles import Article
 from applier.records.schema import SNAPSHOT_SCHEMA
 from applier.targets.endpoint import Endpoint
@@ -30,6 +31,7 @@ def read_target(
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         dialect = target.dialect
+        failpoints.reach("verify.read")
         conn = target.connect()
         try:
             for b in batches:

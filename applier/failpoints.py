@@ -1,0 +1,59 @@
+"""Fail points: named moments where a fault test kills the run, as a kill -9 would.
+
+``APPLIER_FAILPOINT=<name>@<n>`` makes the n-th time any process of the run passes
+:func:`reach` ``(name)`` send SIGKILL to every process of the run's session (the driver,
+Spark's JVM, its Python daemon and workers, which run in a process group of their own; the
+embedded cluster runs in a session of its own and survives, as it would a crash of
+applier). Fault tests start the run in a new session. The count is shared by every process of the run
+through ``APPLIER_FAILPOINT_DIR`` (one byte appended per pass: appends are atomic), so the
+moment is the same on every run. Unset (always, outside fault tests), :func:`reach` costs
+one comparison.
+
+The names, in the order a run passes them: ``generate.lane`` (a generator lane starts),
+``install.tables``, ``install.procedures``, ``install.done``, ``load.batch`` (a snapshot
+batch sent, not committed), ``load.constraints``, ``load.done``, ``apply.share`` (a
+stream's share sent, not committed), ``apply.commit`` (a stream committed its round: the
+others may not have), ``apply.reapply`` (a reset round re-applied on one connection, not
+committed), ``apply.reapplied`` (committed), ``apply.done``, ``verify.read``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+_SPEC = os.environ.get("APPLIER_FAILPOINT", "")
+_NAME, _, _AT = _SPEC.partition("@")
+_DIR = os.environ.get("APPLIER_FAILPOINT_DIR", "")
+
+
+def reach(name: str) -> None:
+    """Pass the fail point ``name``: kill the run here if the test asked for this pass."""
+    if name != _NAME:
+        return
+    fd = os.open(
+        os.path.join(_DIR or ".", f"failpoint-{name}"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644
+    )
+    try:
+        os.write(fd, b".")
+        passes = os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+    if passes == int(_AT or "1"):
+        _kill_session()
+
+
+def _kill_session() -> None:
+    """SIGKILL every process of this session, this one last."""
+    me, sid = os.getpid(), os.getsid(0)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[3]) == sid:  # field 6 of stat: the session id
+                os.kill(int(entry), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue
+    os.kill(me, signal.SIGKILL)

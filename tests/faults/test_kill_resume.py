@@ -1,0 +1,184 @@
+"""Exactly once under every kill: ``applier run`` is killed with SIGKILL (its whole process group,
+as a kill -9 of the agent would) at 20 seeded moments spread over generating, installing,
+loading the snapshot, applying (a share sent, between the N streams' commits, a reset round
+re-applied on one connection before and after its commit) and verifying; ``--resume`` on the
+same subscriber then finishes the run.
+
+Each converges, and an audit trigger in the subscriber (installed with the run's custom SQL,
+so it is part of every install) records every row change that committed: the multiset of
+(operation, key) it holds must equal the stream's own, snapshot included. A command applied
+twice shows as one more entry (an update re-applied from its after image leaves the same row,
+but not the same audit); a lost one as one fewer.
+
+The moments are fail points (:mod:`applier.failpoints`): the n-th pass of a named point by
+any process of the run, counted across Spark's workers, so every run is killed at the same
+place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import applier
+from applier.sources import hazards
+from applier.sources.generator import LANES, generate_lane
+from tests.integration.helpers import rows, run
+
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
+
+CONFIG = """
+[run]
+subscription = "{name}"
+streams = 4
+commit_batch_size = 4
+model = "{model}"
+set_apply = {set_apply}
+
+[workload]
+kind = "key-chains"
+initial_rows = 300
+transactions = 400
+key_update_share = 0.15
+seed = {seed}
+
+[[articles]]
+name = "dbo.{name}"
+columns = [
+  {{ name = "id", type = "int", key = true }},
+  {{ name = "v", type = "nvarchar(40)" }},
+  {{ name = "n", type = "int" }},
+]
+"""
+
+AUDIT = """
+DROP TABLE IF EXISTS "dbo"."audit_{name}";
+CREATE TABLE "dbo"."audit_{name}" (op char(1) NOT NULL, id integer NOT NULL);
+CREATE OR REPLACE FUNCTION "dbo"."audit_{name}"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        INSERT INTO "dbo"."audit_{name}" VALUES ('D', OLD.id);
+        RETURN OLD;
+    END IF;
+    INSERT INTO "dbo"."audit_{name}" VALUES (left(TG_OP, 1), NEW.id);
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER "audit_{name}" AFTER INSERT OR UPDATE OR DELETE ON "dbo"."{name}"
+    FOR EACH ROW EXECUTE FUNCTION "dbo"."audit_{name}"();
+"""
+
+# (fail point, pass): 20 moments from generating to verifying, agent model, row by row.
+MOMENTS = [
+    ("generate.lane", 1),
+    ("generate.lane", 11),
+    ("install.tables", 1),
+    ("install.procedures", 1),
+    ("install.done", 1),
+    ("load.batch", 1),
+    ("load.batch", 3),
+    ("load.constraints", 1),
+    ("load.done", 1),
+    ("apply.share", 1),
+    ("apply.share", 97),
+    ("apply.commit", 1),  # one stream of round 0 committed, three not
+    ("apply.commit", 2),
+    ("apply.commit", 130),
+    ("apply.commit", 301),
+    ("apply.reapply", 1),  # the first reset round applied on one connection, not committed
+    ("apply.reapplied", 1),  # ... committed, the streams not yet told
+    ("apply.reapply", 4),
+    ("apply.done", 1),
+    ("verify.read", 1),
+]
+# Other apply paths, fewer moments each.
+OTHER = [
+    ("set", "apply.share", 5),
+    ("set", "apply.commit", 9),
+    ("set", "apply.reapply", 2),
+    ("independent", "apply.commit", 40),
+    ("independent", "apply.share", 77),
+    ("independent", "apply.reapply", 3),
+]
+
+
+def _expected(cfg) -> Counter[tuple[str, int]]:  # type: ignore[no-untyped-def]
+    """The (operation, key) of every row change the stream makes, snapshot included."""
+    lanes = hazards.generate_lane if cfg.workload.kind in hazards.HAZARDS else generate_lane
+    out: Counter[tuple[str, int]] = Counter()
+    for lane in range(LANES):
+        for kind, r in lanes(cfg.articles, cfg.workload, lane):
+            if kind == "snapshot":
+                out["I", json.loads(r[2])["id"]] += 1
+                continue
+            op, before, after = r[4], r[6], r[7]
+            image = json.loads(after if op in "IU" else before)
+            out[op, image["id"]] += 1
+    return out
+
+
+def _kill_at(pg, cfg_file: Path, custom: Path, point: str, at: int, tmp: Path) -> None:  # type: ignore[no-untyped-def]
+    """``applier run`` killed with SIGKILL at the ``at``-th pass of ``point``."""
+    env = dict(os.environ, APPLIER_FAILPOINT=f"{point}@{at}", APPLIER_FAILPOINT_DIR=str(tmp))
+    cmd = [sys.executable, "-m", "applier.cli", "run", "--config", str(cfg_file)]
+    cmd += ["--custom-sql", str(custom), "--target", pg.connection_string(), "--quiet"]
+    proc = subprocess.run(
+        cmd, env=env, start_new_session=True, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert proc.returncode == -signal.SIGKILL, (
+        f"the run was not killed at {point}@{at} (exit {proc.returncode}): {proc.stderr[-1500:]}"
+    )
+
+
+def _case(spark, pg, target, tmp_path: Path, name: str, point: str, at: int, model: str, set_apply: bool):  # type: ignore[no-untyped-def]
+    cfg_file = tmp_path / f"{name}.toml"
+    cfg_file.write_text(
+        CONFIG.format(name=name, model=model, set_apply=str(set_apply).lower(), seed=len(name) + at),
+        encoding="utf-8",
+    )
+    custom = tmp_path / f"{name}-audit.sql"
+    custom.write_text(AUDIT.format(name=name), encoding="utf-8")
+    cfg = applier.load_config(cfg_file)
+    _kill_at(pg, cfg_file, custom, point, at, tmp_path)
+
+    _result, report = run(spark, cfg, target, resume=True, custom_sql=[custom])
+    assert report["verdict"] == "converged", report.get("divergent", [])[:3]
+    audit = Counter((op, int(i)) for op, i in rows(target, f'SELECT op, id FROM "dbo"."audit_{name}"'))
+    expected = _expected(cfg)
+    if set_apply:
+        # Set-based apply merges updates of one key inside a call: inserts and deletes are
+        # still one row change per command, updates at most one per command.
+        expected_u = {k: v for k, v in expected.items() if k[0] == "U"}
+        got_u = {k: v for k, v in audit.items() if k[0] == "U"}
+        doubled = {k: got_u[k] - expected_u.get(k, 0) for k in got_u if got_u[k] > expected_u.get(k, 0)}
+        assert not doubled, (
+            f"updates applied more often than the stream holds them: {list(doubled.items())[:5]}"
+        )
+        audit = Counter({k: v for k, v in audit.items() if k[0] != "U"})
+        expected = Counter({k: v for k, v in expected.items() if k[0] != "U"})
+    doubled = audit - expected
+    lost = expected - audit
+    assert not doubled and not lost, (
+        f"{sum(doubled.values())} row changes doubled {list(doubled.items())[:5]}, "
+        f"{sum(lost.values())} lost {list(lost.items())[:5]}"
+    )
+
+
+@pytest.mark.parametrize(("point", "at"), MOMENTS, ids=[f"{p}@{n}" for p, n in MOMENTS])
+def test_kill_9_then_resume_applies_each_command_once(spark, pg, target, tmp_path, point, at):
+    name = "k_" + point.replace(".", "_") + f"_{at}"
+    _case(spark, pg, target, tmp_path, name, point, at, "agent", False)
+
+
+@pytest.mark.parametrize(("mode", "point", "at"), OTHER, ids=[f"{m}-{p}@{n}" for m, p, n in OTHER])
+def test_kill_9_then_resume_other_apply_paths(spark, pg, target, tmp_path, mode, point, at):
+    name = f"k_{mode}_" + point.replace(".", "_") + f"_{at}"
+    model = "independent" if mode == "independent" else "agent"
+    _case(spark, pg, target, tmp_path, name, point, at, model, mode == "set")
