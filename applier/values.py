@@ -19,6 +19,7 @@ import datetime as dt
 import decimal
 import json
 import math
+import struct
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -69,9 +70,13 @@ def encode(col: Column, value: Any) -> Any:
         if isinstance(value, bool) or not d.is_finite():
             raise _fail(col, value, "expected a finite decimal number")
         scale = t.scale or 0
-        q = d.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_EVEN)
-        if t.precision is not None and len(q.as_tuple().digits) > t.precision and q != 0:
-            raise _fail(col, value, f"does not fit precision {t.precision}")
+        precision = t.precision if t.precision is not None else _MAX_PRECISION
+        # Refused before quantize: 1e400 would need 400 digits (InvalidOperation beyond the context's).
+        if d != 0 and d.adjusted() >= precision - scale:
+            raise _fail(col, value, f"does not fit precision {precision} (scale {scale})")
+        q = d.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_EVEN, context=_DECIMALS)
+        if len(q.as_tuple().digits) > precision and q != 0:
+            raise _fail(col, value, f"does not fit precision {precision} (scale {scale})")
         return format(q, "f")
     if kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
@@ -80,9 +85,12 @@ def encode(col: Column, value: Any) -> Any:
         if math.isnan(f) or math.isinf(f):
             raise _fail(col, value, "expected a finite number")
         if t.base == "real":
-            import struct
-
-            f = struct.unpack("f", struct.pack("f", f))[0]
+            try:
+                f = struct.unpack("f", struct.pack("f", f))[0]
+            except OverflowError:  # older Pythons; newer ones give inf
+                f = math.inf
+            if math.isinf(f):  # stored as Infinity: not the value given
+                raise _fail(col, value, "out of range for real (largest magnitude 3.4028235e+38)")
         return f
     if kind == "str":
         if not isinstance(value, str):
@@ -171,6 +179,24 @@ def encoder(col: Column) -> Callable[[Any], Any]:
     return slow
 
 
+_MAX_PRECISION = 38  # SQL Server's decimal
+_DECIMALS = decimal.Context(prec=_MAX_PRECISION + 2)  # enough for any value that fits decimal(38, s)
+
+
+def _check_text(col: Column, value: str) -> None:
+    """Text a subscriber stores as it is given: no NUL (PostgreSQL refuses it and the ODBC driver
+    cuts the value there) and no lone surrogate (not encodable as UTF-8)."""
+    nul = value.find("\x00")
+    if nul >= 0:
+        raise _fail(col, value, f"NUL character (U+0000) at position {nul} (a subscriber cannot store it)")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise _fail(
+            col, value, f"lone surrogate {value[e.start]!r} at position {e.start} (not Unicode text)"
+        ) from None
+
+
 def _is_integral(v: object) -> bool:
     try:
         d = decimal.Decimal(str(v))
@@ -192,6 +218,8 @@ def validate_encoded(col: Column, value: Any) -> Any:
         raise _fail(col, value, "expected an integer")
     if kind == "decimal" and not isinstance(value, (str, int, float)):
         raise _fail(col, value, "expected a decimal (string or number)")
+    if kind == "str" and isinstance(value, str):
+        _check_text(col, value)
     if kind == "bytes":
         if not isinstance(value, str):
             raise _fail(col, value, "expected base64 text")

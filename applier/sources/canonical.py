@@ -16,6 +16,20 @@ from applier.records.events import AppliedProcedure, SchemaChange, Schemas, SqlS
 from applier.records.schema import EVENT_OPS, ROW_OPS
 from applier.values import ValueError_, dumps_image, key_text, validate_encoded
 
+# Each position field's range: the Spark type it travels as (lsn and xact_seqno bigint,
+# command_id and schema_version int), positive where 0 would mean "nothing yet".
+POSITION_RANGES = {
+    "lsn": (1, 2**63 - 1),
+    "xact_seqno": (1, 2**63 - 1),
+    "command_id": (0, 2**31 - 1),
+    "schema_version": (1, 2**31 - 1),
+}
+
+
+def _shown(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
 
 def _image(article: Article, raw: Any, where: str, *, full: bool) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
@@ -23,7 +37,7 @@ def _image(article: Article, raw: Any, where: str, *, full: bool) -> dict[str, A
     cols = {c.name: c for c in article.replicated}
     unknown = [k for k in raw if k not in cols]
     if unknown:
-        raise InputError(f"{where}: column {unknown[0]!r} is not a column of article {article.name}")
+        raise InputError(f"{where}: column {_shown(unknown[0])} is not a column of article {article.name}")
     out: dict[str, Any] = {}
     for k in article.key:
         if k not in raw or raw[k] is None:
@@ -83,7 +97,10 @@ def validate_record(
             raise InputError(f"{place}: missing field {name!r}")
         v = rec[name]
         if isinstance(v, bool) or not isinstance(v, int):
-            raise InputError(f"{place}: field {name!r} must be an integer, got {v!r}")
+            raise InputError(f"{place}: field {name!r} must be an integer, got {_shown(v)}")
+        lo, hi = POSITION_RANGES[name]
+        if not lo <= v <= hi:
+            raise InputError(f"{place}: field {name!r} must be {lo}..{hi}, got {_shown(v)}")
         return v
 
     lsn = need_int("lsn")
@@ -93,16 +110,17 @@ def validate_record(
     version = need_int("schema_version", 1)
     name = rec.get("article")
     if not isinstance(name, str):
-        raise InputError(f"{where}: missing field 'article'")
+        got = "missing" if name is None else f"must be a string, got {_shown(name)}"
+        raise InputError(f"{where}: field 'article' {got}")
     article = articles.get(name)
     if article is None:
-        raise InputError(f"{where}: unknown article {name!r} (known: {', '.join(sorted(articles))})")
+        raise InputError(f"{where}: unknown article {_shown(name)} (known: {', '.join(sorted(articles))})")
     op = rec.get("op")
     if op in EVENT_OPS:
         payload, _ = _event_record(rec, op, name, lsn, where)
         return (lsn, xact, cmd, name, op, version, None, payload, [], None, None)
     if op not in ROW_OPS:
-        raise InputError(f"{where}: op must be I, U, D, DDL, SQL or PROC, got {op!r}")
+        raise InputError(f"{where}: op must be I, U, D, DDL, SQL or PROC, got {_shown(op)}")
     if schemas is not None and schemas.has_changes(name):
         expected = schemas.version_at(name, lsn)
         if version != expected:
@@ -133,7 +151,9 @@ def validate_record(
                 raise InputError(f"{where}: 'changed' must be a list of column names")
             bad = [c for c in raw_changed if c not in article.column_names]
             if bad:
-                raise InputError(f"{where}: changed column {bad[0]!r} is not a column of {article.name}")
+                raise InputError(
+                    f"{where}: changed column {_shown(bad[0])} is not a column of {article.name}"
+                )
             changed = list(raw_changed)
         # A key column whose value differs is changed, whatever the record says.
         for k in article.key:
@@ -162,6 +182,6 @@ def validate_snapshot_row(rec: Any, articles: Mapping[str, Article], place: str)
     name = rec.get("article")
     article = articles.get(name) if isinstance(name, str) else None
     if article is None:
-        raise InputError(f"{place}: unknown article {name!r}")
+        raise InputError(f"{place}: unknown article {_shown(name)} (known: {', '.join(sorted(articles))})")
     image = _image(article, rec.get("image"), f"{place}: image", full=True)
     return article.name, key_text(article, image), dumps_image(image)

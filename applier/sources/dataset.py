@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,12 +19,12 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from applier.articles import Article
 from applier.config import Config
 from applier.errors import InputError
-from applier.records.events import SchemaChange, Schemas
+from applier.records.events import Schemas
 from applier.records.schema import ARROW_CHANGE, CHANGE_FIELDS, CHANGE_SCHEMA, SNAPSHOT_SCHEMA
-from applier.sources.canonical import validate_record, validate_snapshot_row
+from applier.sources import reading
+from applier.sources.files import input_files
 from applier.sources.generator import LANES, generate_lane
 
 _GEN_SCHEMA = "kind string, " + CHANGE_SCHEMA
@@ -123,182 +123,44 @@ def generate(spark: SparkSession, config: Config) -> ChangeSet:
 
 
 # -- files -------------------------------------------------------------------------------
-def _files(path: Path, suffixes: tuple[str, ...]) -> list[Path]:
-    if path.is_dir():
-        found = sorted(
-            p
-            for p in path.rglob("*")
-            if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith((".", "_"))
-        )
-        return found
-    return [path]
-
-
-def _validate_lines(
-    spark: SparkSession,
-    files: list[Path],
-    articles: Mapping[str, Article],
-    snapshot: bool,
-    schemas: Schemas | None = None,
-) -> DataFrame:
-    """JSON Lines files -> validated rows; InputError naming file:line on the first bad ones."""
-    sc = spark.sparkContext
-
-    def check(file: str):  # type: ignore[no-untyped-def]
-        def part(it: Iterator[tuple[str, int]]) -> Iterator[tuple[Any, ...]]:
-            for text, idx in it:
-                place = f"{file}:{idx + 1}"
-                if not text.strip():
-                    continue
-                try:
-                    rec = json.loads(text)
-                    row = (
-                        validate_snapshot_row(rec, articles, place)
-                        if snapshot
-                        else validate_record(rec, articles, place, schemas)
-                    )
-                    yield (None, *row)
-                except json.JSONDecodeError as e:
-                    yield (f"{place}: malformed JSON: {e.msg} at column {e.colno}",)
-                except InputError as e:
-                    yield (str(e),)
-
-        return part
-
-    rdds = [sc.textFile(str(f)).zipWithIndex().mapPartitions(check(str(f))) for f in files]
-    rdd = sc.union(rdds) if len(rdds) > 1 else rdds[0]
-    rdd = rdd.persist(StorageLevel.MEMORY_AND_DISK)
-    errors = rdd.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(5)
-    if errors:
-        rdd.unpersist()
-        more = "" if len(errors) < 5 else "\n  (and maybe more)"
-        raise InputError("invalid change file, nothing applied:\n  " + "\n  ".join(errors) + more)
-    schema = SNAPSHOT_SCHEMA if snapshot else CHANGE_SCHEMA
-    return spark.createDataFrame(rdd.map(lambda r: r[1:]), schema)
-
-
-def _validate_parquet(
-    spark: SparkSession, path: Path, articles: Mapping[str, Article], schemas: Schemas | None = None
-) -> DataFrame:
-    df = spark.read.parquet(str(path)).withColumn("_file", F.input_file_name())
-    missing = [f for f in ("lsn", "xact_seqno", "command_id", "article", "op") if f not in df.columns]
-    if missing:
-        raise InputError(f"{path}: not a canonical change file, missing column(s) {missing}")
-
-    def check(r: Any) -> tuple[Any, ...]:
-        d = r.asDict()
-        for img in ("before", "after"):
-            if isinstance(d.get(img), str):
-                try:
-                    d[img] = json.loads(d[img])
-                except json.JSONDecodeError as e:
-                    return (f"{d['_file']}: lsn {d.get('lsn')}: {img} is not JSON: {e.msg}",)
-        try:
-            return (None, *validate_record(d, articles, d["_file"], schemas))
-        except InputError as e:
-            return (str(e),)
-
-    rdd = df.rdd.map(check).persist(StorageLevel.MEMORY_AND_DISK)
-    errors = rdd.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(5)
-    if errors:
-        raise InputError("invalid change file, nothing applied:\n  " + "\n  ".join(errors))
-    return spark.createDataFrame(rdd.map(lambda r: r[1:]), CHANGE_SCHEMA)
-
-
-def _snapshot_parquet(spark: SparkSession, path: Path, articles: Mapping[str, Article]) -> DataFrame:
-    """A Parquet snapshot as ``applier generate --format parquet`` writes it (article, key,
-    image as canonical JSON text), every image validated against its article."""
-    df = spark.read.parquet(str(path))
-    if not {"article", "image"} <= set(df.columns):
-        raise InputError(f"{path}: not a canonical snapshot, expected columns article and image")
-
-    def check(r: Any) -> tuple[Any, ...]:
-        place = f"{path}: article {r['article']}"
-        try:
-            image = json.loads(r["image"]) if isinstance(r["image"], str) else r["image"]
-            return (None, *validate_snapshot_row({"article": r["article"], "image": image}, articles, place))
-        except (InputError, json.JSONDecodeError) as e:
-            return (f"{place}: {e}",)
-
-    rdd = df.select("article", "image").rdd.map(check).persist(StorageLevel.MEMORY_AND_DISK)
-    errors = rdd.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(5)
-    if errors:
-        raise InputError("invalid snapshot file, nothing applied:\n  " + "\n  ".join(errors))
-    return spark.createDataFrame(rdd.map(lambda r: r[1:]), SNAPSHOT_SCHEMA)
-
-
-def _check_positions(df: DataFrame, origin: str) -> None:
-    """lsn and (xact_seqno, command_id) must each name one command."""
-    for cols in (["lsn"], ["xact_seqno", "command_id"]):
-        dup = df.groupBy(*cols).count().where("count > 1").limit(1).collect()
-        if dup:
-            what = ", ".join(f"{c}={dup[0][c]}" for c in cols)
-            raise InputError(f"{origin}: {what} appears {dup[0]['count']} times; positions must be unique")
-
-
-def _schemas(
-    spark: SparkSession, articles: Mapping[str, Article], path: Path, files: list[Path] | None
-) -> Schemas | None:
-    """First pass: the DDL events (few) to the driver, so that every command can then be
-    validated against the article shape of its schema version. None when there are none."""
-    sc = spark.sparkContext
-    raw: list[tuple[str, Any]] = []
-    if files is None:
-        df = spark.read.parquet(str(path)).withColumn("_file", F.input_file_name())
-        if "op" in df.columns:
-            for r in df.where(F.col("op") == "DDL").collect():
-                d = r.asDict()
-                raw.append((f"{d['_file']}", d))
-    else:
-        for f in files:
-            for text, idx in sc.textFile(str(f)).zipWithIndex().filter(lambda t: '"DDL"' in t[0]).collect():
-                try:
-                    rec = json.loads(text)
-                except json.JSONDecodeError:
-                    continue  # reported with its line by the validation pass
-                if isinstance(rec, dict) and rec.get("op") == "DDL":
-                    raw.append((f"{f}:{idx + 1}", rec))
-    if not raw:
-        return None
-    changes: list[SchemaChange] = []
-    for place, rec in raw:
-        row = validate_record(rec, articles, place)
-        changes.append(
-            SchemaChange.parse(row[3], row[0], row[5], json.loads(row[7]), f"{place}: lsn {row[0]}")
-        )
-    return Schemas.build(articles, changes)
-
-
 def read_changes(
     spark: SparkSession, config: Config, path: str | Path, snapshot_path: str | Path | None = None
 ) -> ChangeSet:
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such change file or directory")
+    """A change file or folder (JSON Lines or Parquet) and its snapshot, every record validated
+    and the checks across records done (positions unique, lsn order is transaction order,
+    snapshot keys unique) before anything is applied; InputError naming the place otherwise."""
+    found = input_files(path, "change file")
+    path = found.path
+    if not found.parquet and not found.records:
+        raise InputError(f"{path}: no change records (the file is empty or blank); nothing to apply")
+    snap_files = None if snapshot_path is None else input_files(snapshot_path, "snapshot")
     articles = {a.name: a for a in config.articles}
-    parquet = path.suffix.lower() == ".parquet" or (path.is_dir() and any(path.rglob("*.parquet")))
-    if parquet:
-        schemas = _schemas(spark, articles, path, None)
-        changes = _validate_parquet(spark, path, articles, schemas)
+    if found.parquet:
+        schemas = reading.schemas_of(spark, articles, path, None)
+        placed = reading.validate_parquet(spark, path, articles, schemas)
     else:
-        files = _files(path, (".jsonl", ".json", ".ndjson"))
-        if not files:
-            raise InputError(f"{path}: no .jsonl files found")
-        schemas = _schemas(spark, articles, path, files)
-        changes = _validate_lines(spark, files, articles, snapshot=False, schemas=schemas)
-    changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
-    _check_positions(changes, str(path))
-    if snapshot_path is not None:
-        sp = Path(snapshot_path)
-        if not sp.exists():
-            raise InputError(f"{sp}: no such snapshot file")
-        if sp.suffix.lower() == ".parquet" or (sp.is_dir() and any(sp.rglob("*.parquet"))):
-            snap = _snapshot_parquet(spark, sp, articles)
+        schemas = reading.schemas_of(spark, articles, path, found.files)
+        placed = reading.validate_lines(spark, found.files, articles, snapshot=False, schemas=schemas)
+    placed = placed.persist(StorageLevel.MEMORY_AND_DISK)
+    if found.parquet and placed.isEmpty():
+        placed.unpersist()
+        raise InputError(f"{path}: no change records; nothing to apply")
+    reading.check_positions(placed, str(path))
+    cached = [placed]
+    if snap_files is not None:
+        sp = snap_files.path
+        if snap_files.parquet:
+            snap_placed = reading.snapshot_parquet(spark, sp, articles)
         else:
-            snap = _validate_lines(spark, _files(sp, (".jsonl", ".json", ".ndjson")), articles, snapshot=True)
+            snap_placed = reading.validate_lines(spark, snap_files.files, articles, snapshot=True)
+        snap_placed = snap_placed.persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(snap_placed)
+        reading.check_snapshot_keys(snap_placed)
+        snap = snap_placed.drop(reading.PLACE)
     else:
-        snap = spark.createDataFrame([], SNAPSHOT_SCHEMA)
-    return ChangeSet(changes, snap.persist(StorageLevel.MEMORY_AND_DISK), str(path), schemas)
+        snap = spark.createDataFrame([], SNAPSHOT_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
+    changes = placed.drop(reading.PLACE)
+    return ChangeSet(changes, snap, str(path), schemas, cached=tuple(cached))
 
 
 def write_changes(cs: ChangeSet, out: str | Path, fmt: str = "jsonl") -> tuple[Path, Path]:

@@ -161,3 +161,40 @@ def test_sorted_image_and_key_text_are_the_canonical_texts():
         "<test>",
     )
     assert key_text(a, image) == json.dumps(["x,y:z", 7], separators=(",", ":"), ensure_ascii=False)
+
+
+BAD_INPUT_VALUES = [
+    # (type, value as a change file gives it, words of the error)
+    ("decimal(12,2)", "1e400", "does not fit precision 12"),  # once InvalidOperation, a traceback
+    ("decimal(12,2)", "-1E+999999999", "does not fit precision 12"),
+    ("decimal(12,2)", "12345678901.00", "does not fit precision 12"),
+    ("decimal(12,2)", "9999999999.995", "does not fit precision 12"),  # rounds up to 13 digits
+    ("decimal(38,0)", "9" * 39, "does not fit precision 38"),
+    ("money", "1e15", "does not fit precision 19"),
+    ("real", 1e39, "out of range for real"),  # once stored as Infinity
+    ("real", -3.41e38, "out of range for real"),
+    ("float", float("inf"), "finite"),
+    ("int", 2**31, "out of range"),
+    ("bigint", 2**63, "out of range"),
+    ("tinyint", -1, "out of range"),
+    ("nvarchar(3)", "abcd", "longer than 3"),
+    ("nvarchar(10)", "a\x00b", "NUL character"),  # the driver would cut the value at the NUL
+    ("nvarchar(max)", "\x00", "NUL character"),
+    ("nchar(4)", "a\ud800", "lone surrogate"),
+]
+
+
+@pytest.mark.parametrize(
+    "t,v,words", BAD_INPUT_VALUES, ids=[f"{r[0]}-{r[1]!r}"[:40] for r in BAD_INPUT_VALUES]
+)
+def test_values_that_do_not_fit_are_refused(t, v, words):
+    with pytest.raises(ValueError_, match=re.escape(words)):
+        validate_encoded(col(t), v)
+
+
+def test_values_at_the_edges_still_fit():
+    assert validate_encoded(col("decimal(12,2)"), "9999999999.99") == "9999999999.99"
+    assert validate_encoded(col("decimal(12,2)"), "1e-400") == "0.00"
+    assert validate_encoded(col("decimal(38,0)"), "9" * 38) == "9" * 38
+    assert validate_encoded(col("real"), 3.4028235e38) == pytest.approx(3.4028234663852886e38)
+    assert validate_encoded(col("float"), 1e308) == 1e308

@@ -1,0 +1,126 @@
+"""Input files checked on the driver before Spark reads them (cheap: no Spark, one read of each
+file): they exist, are regular files or folders of them, can be read, JSON Lines files are
+UTF-8 text and Parquet files are Parquet. Spark would otherwise turn invalid UTF-8 into
+U+FFFD in silence, fail with a Java stack on a fake Parquet file, or wait forever on a FIFO.
+Errors name the file (and the line of a bad byte).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from applier.errors import InputError
+
+JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
+PARQUET_SUFFIX = ".parquet"
+_MAGIC = b"PAR1"
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class InputFiles:
+    """The files of a change or snapshot path, checked: ``parquet`` or JSON Lines; ``records``:
+    some line holds more than white space (Parquet: not known before Spark reads it)."""
+
+    path: Path
+    files: tuple[Path, ...]
+    parquet: bool
+    records: bool
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device")):
+        if test(mode):
+            return name
+    return "a device" if stat.S_ISBLK(mode) else "not a regular file"
+
+
+def _stat(path: Path, what: str) -> os.stat_result:
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such {what}") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the {what}: {e.strerror}") from None
+
+
+def _listed(path: Path, suffixes: tuple[str, ...]) -> list[Path]:
+    """A folder's files with these suffixes (below it too), not hidden nor Spark's ``_SUCCESS``."""
+    try:
+        return sorted(
+            p
+            for p in path.rglob("*")
+            if p.suffix.lower() in suffixes and not p.name.startswith((".", "_")) and not p.is_dir()
+        )
+    except OSError as e:
+        raise InputError(f"{path}: cannot list the folder: {e.strerror}") from None
+
+
+def input_files(path: str | Path, what: str = "change file") -> InputFiles:
+    """The files of a ``--changes`` / ``--snapshot`` path (a file, or a folder of JSON Lines or
+    Parquet files), each checked; InputError naming the file otherwise."""
+    path = Path(path)
+    mode = _stat(path, f"{what} or folder").st_mode
+    if stat.S_ISDIR(mode):
+        parquet = bool(_listed(path, (PARQUET_SUFFIX,)))
+        files = _listed(path, (PARQUET_SUFFIX,) if parquet else JSON_SUFFIXES)
+        if not files:
+            raise InputError(
+                f"{path}: a folder without .jsonl or .parquet files; expected a {what} or a folder of them"
+            )
+    else:
+        parquet = path.suffix.lower() == PARQUET_SUFFIX
+        files = [path]
+    records = False
+    for f in files:
+        st = _stat(f, what)
+        if not stat.S_ISREG(st.st_mode):
+            shown = "a folder" if stat.S_ISDIR(st.st_mode) else _kind(st.st_mode)
+            raise InputError(f"{f}: {shown}, expected a {what}")
+        if parquet:
+            _check_parquet(f, st.st_size, what)
+        else:
+            records = _check_text(f, what) or records
+    return InputFiles(path, tuple(files), parquet, records)
+
+
+def _check_parquet(f: Path, size: int, what: str) -> None:
+    try:
+        with f.open("rb") as fh:
+            head = fh.read(4)
+            fh.seek(max(size - 4, 0))
+            tail = fh.read(4)
+    except OSError as e:
+        raise InputError(f"{f}: cannot read the {what}: {e.strerror}") from None
+    if size < 12 or head != _MAGIC or tail != _MAGIC:
+        raise InputError(f"{f}: not a Parquet file (no PAR1 header and footer); expected a Parquet {what}")
+
+
+def _check_text(f: Path, what: str) -> bool:
+    """UTF-8 text throughout (else InputError naming the line); True if any line is not blank."""
+    line, records, rest = 1, False, b""
+    try:
+        with f.open("rb") as fh:
+            while True:
+                chunk = fh.read(_CHUNK)
+                buf = rest + chunk
+                cut = len(buf) if not chunk else buf.rfind(b"\n") + 1
+                whole, rest = buf[:cut], buf[cut:]
+                try:
+                    text = whole.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    at = line + whole.count(b"\n", 0, e.start)
+                    col = e.start - (whole.rfind(b"\n", 0, e.start) + 1) + 1
+                    bad = whole[e.start : e.start + 1].hex()
+                    raise InputError(
+                        f"{f}:{at}: not UTF-8 text (byte 0x{bad} at column {col}); a {what} is UTF-8"
+                    ) from None
+                records = records or bool(text.strip())
+                line += whole.count(b"\n")
+                if not chunk:
+                    return records
+    except OSError as e:
+        raise InputError(f"{f}: cannot read the {what}: {e.strerror}") from None

@@ -1,0 +1,258 @@
+"""Change and snapshot files read into validated DataFrames, and the checks that span rows.
+
+Every line (or Parquet row) is validated on the executors; the first errors come back to the
+driver with their file and line, and nothing is applied when there is any. The validated
+rows carry their place (``_place``: file:line, or the Parquet file) until the checks across
+rows are done: lsn and (xact_seqno, command_id) each name one command, lsn order is
+transaction order, and a snapshot key names one row.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from applier.articles import Article
+from applier.errors import InputError
+from applier.records.events import SchemaChange, Schemas
+from applier.records.schema import CHANGE_SCHEMA, SNAPSHOT_SCHEMA
+from applier.sources.canonical import validate_record, validate_snapshot_row
+
+PLACE = "_place"  # file:line of a validated row, dropped once the checks across rows are done
+_SHOWN = 5  # errors shown at most
+T = TypeVar("T")
+
+
+def _unexpected(place: str, e: Exception) -> str:
+    """A record the validation itself could not handle: refused like any bad record."""
+    return f"{place}: cannot validate this record: {type(e).__name__}: {e}"
+
+
+def spark_read(what: Path, read: Callable[[], T]) -> T:
+    """Spark's reading of a file that is not what it says (a damaged Parquet file, columns of
+    another type in another file): InputError naming the file, not a Java stack."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    try:
+        return read()
+    except (PySparkException, Py4JJavaError) as e:
+        first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), type(e).__name__)
+        raise InputError(f"{what}: Spark cannot read it: {first[:300]}") from None
+
+
+def _errors(rdd: Any, noun: str) -> None:
+    errors = rdd.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(_SHOWN)
+    if errors:
+        more = "" if len(errors) < _SHOWN else "\n  (and maybe more)"
+        raise InputError(f"invalid {noun}, nothing applied:\n  " + "\n  ".join(errors) + more)
+
+
+def validate_lines(
+    spark: SparkSession,
+    files: Sequence[Path],
+    articles: Mapping[str, Article],
+    snapshot: bool,
+    schemas: Schemas | None = None,
+) -> DataFrame:
+    """JSON Lines files -> validated rows with their ``_place``; InputError naming file:line on
+    the first bad ones."""
+    sc = spark.sparkContext
+
+    def check(file: str):  # type: ignore[no-untyped-def]
+        def part(it: Iterator[tuple[str, int]]) -> Iterator[tuple[Any, ...]]:
+            for text, idx in it:
+                place = f"{file}:{idx + 1}"
+                if not text.strip():
+                    continue
+                try:
+                    rec = json.loads(text)
+                    row = (
+                        validate_snapshot_row(rec, articles, place)
+                        if snapshot
+                        else validate_record(rec, articles, place, schemas)
+                    )
+                    yield (None, place, *row)
+                except json.JSONDecodeError as e:
+                    yield (f"{place}: malformed JSON: {e.msg} at column {e.colno}",)
+                except InputError as e:
+                    yield (str(e),)
+                except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
+                    yield (_unexpected(place, e),)
+
+        return part
+
+    rdds = [sc.textFile(str(f)).zipWithIndex().mapPartitions(check(str(f))) for f in files]
+    rdd = sc.union(rdds) if len(rdds) > 1 else rdds[0]
+    rdd = rdd.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        _errors(rdd, "snapshot file" if snapshot else "change file")
+    except InputError:
+        rdd.unpersist()
+        raise
+    schema = SNAPSHOT_SCHEMA if snapshot else CHANGE_SCHEMA
+    return spark.createDataFrame(rdd.map(lambda r: r[1:]), f"{PLACE} string, {schema}")
+
+
+def validate_parquet(
+    spark: SparkSession, path: Path, articles: Mapping[str, Article], schemas: Schemas | None = None
+) -> DataFrame:
+    df = spark_read(path, lambda: spark.read.parquet(str(path)).withColumn("_file", F.input_file_name()))
+    missing = [f for f in ("lsn", "xact_seqno", "command_id", "article", "op") if f not in df.columns]
+    if missing:
+        raise InputError(f"{path}: not a canonical change file, missing column(s) {missing}")
+
+    def check(r: Any) -> tuple[Any, ...]:
+        d = r.asDict()
+        place = str(d["_file"])
+        for img in ("before", "after"):
+            if isinstance(d.get(img), str):
+                try:
+                    d[img] = json.loads(d[img])
+                except json.JSONDecodeError as e:
+                    return (f"{place}: lsn {d.get('lsn')}: {img} is not JSON: {e.msg}",)
+        try:
+            return (None, place, *validate_record(d, articles, place, schemas))
+        except InputError as e:
+            return (str(e),)
+        except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
+            return (_unexpected(place, e),)
+
+    rdd = df.rdd.map(check).persist(StorageLevel.MEMORY_AND_DISK)
+    spark_read(path, lambda: _errors(rdd, "change file"))
+    return spark.createDataFrame(rdd.map(lambda r: r[1:]), f"{PLACE} string, {CHANGE_SCHEMA}")
+
+
+def snapshot_parquet(spark: SparkSession, path: Path, articles: Mapping[str, Article]) -> DataFrame:
+    """A Parquet snapshot as ``applier generate --format parquet`` writes it (article, key,
+    image as canonical JSON text), every image validated against its article."""
+    df = spark_read(path, lambda: spark.read.parquet(str(path)))
+    if not {"article", "image"} <= set(df.columns):
+        raise InputError(f"{path}: not a canonical snapshot, expected columns article and image")
+
+    def check(r: Any) -> tuple[Any, ...]:
+        place = f"{path}: article {r['article']}"
+        try:
+            image = json.loads(r["image"]) if isinstance(r["image"], str) else r["image"]
+            row = validate_snapshot_row({"article": r["article"], "image": image}, articles, place)
+            return (None, place, *row)
+        except (InputError, json.JSONDecodeError) as e:
+            return (f"{place}: {e}",)
+        except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
+            return (_unexpected(place, e),)
+
+    rdd = df.select("article", "image").rdd.map(check).persist(StorageLevel.MEMORY_AND_DISK)
+    spark_read(path, lambda: _errors(rdd, "snapshot file"))
+    return spark.createDataFrame(rdd.map(lambda r: r[1:]), f"{PLACE} string, {SNAPSHOT_SCHEMA}")
+
+
+# -- checks across rows --------------------------------------------------------------------
+def check_positions(df: DataFrame, origin: str) -> None:
+    """lsn and (xact_seqno, command_id) each name one command, and in lsn order (xact_seqno,
+    command_id) rises: the apply numbers its rounds by transaction and walks each stream by
+    lsn, so a stream where they disagree would be applied in part and then stop. One sort by
+    lsn (equal lsns land in one partition); each partition reports its ends and first fault."""
+    parts = max(1, df.rdd.getNumPartitions())
+    ranged = (
+        df.select("lsn", "xact_seqno", "command_id", PLACE)
+        .repartitionByRange(parts, "lsn")
+        .sortWithinPartitions("lsn", PLACE)
+    )
+
+    def ends(idx: int, it: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
+        first = prev = fault = None
+        for r in it:
+            cur = tuple(r)
+            if prev is None:
+                first = cur
+            elif fault is not None and fault[0] == "lsn" and cur[0] == fault[1][0]:
+                fault = ("lsn", fault[1], fault[2], fault[3] + 1)  # count the lsn's rows
+            elif fault is None and cur[0] == prev[0]:
+                fault = ("lsn", prev, cur, 2)
+            elif fault is None and cur[1:3] <= prev[1:3]:
+                fault = ("order", prev, cur, 0)
+            prev = cur
+        if first is not None:
+            yield (idx, first, prev, fault)
+
+    found = sorted(ranged.rdd.mapPartitionsWithIndex(ends).collect())
+    faults = [f for *_, f in found if f is not None]
+    faults += [
+        ("order", a[2], b[1], 0) for a, b in zip(found, found[1:], strict=False) if b[1][1:3] <= a[2][1:3]
+    ]
+    if not faults:
+        return
+    kind, before, after, count = min(faults, key=lambda f: f[2][0])
+    if kind == "lsn":
+        raise InputError(
+            f"{origin}: lsn={after[0]} appears {count} times ({before[3]}, {after[3]}); positions must be unique"
+        )
+    if after[1:3] == before[1:3]:
+        raise InputError(
+            f"{origin}: xact_seqno={after[1]}, command_id={after[2]} appears 2 times ({before[3]}, "
+            f"{after[3]}); positions must be unique"
+        )
+    raise InputError(
+        f"{after[3]}: lsn {after[0]} (xact_seqno {after[1]}, command_id {after[2]}) comes after "
+        f"lsn {before[0]} (xact_seqno {before[1]}, command_id {before[2]}, {before[3]}) but before it in "
+        "transaction order; lsn order must be (xact_seqno, command_id) order"
+    )
+
+
+def check_snapshot_keys(df: DataFrame) -> None:
+    """A snapshot key names one row (else its load would stop half-way on the primary key)."""
+    dup = (
+        df.groupBy("article", "key")
+        .agg(F.count("*").alias("count"), F.slice(F.sort_array(F.collect_list(PLACE)), 1, 2).alias("at"))
+        .where("count > 1")
+        .limit(1)
+        .collect()
+    )
+    if dup:
+        d = dup[0]
+        raise InputError(
+            f"{', '.join(d['at'])}: {d['article']} key {d['key']} appears {d['count']} times "
+            "in the snapshot; a key names one row"
+        )
+
+
+def schemas_of(
+    spark: SparkSession, articles: Mapping[str, Article], path: Path, files: Sequence[Path] | None
+) -> Schemas | None:
+    """First pass: the DDL events (few) to the driver, so that every command can then be
+    validated against the article shape of its schema version. None when there are none."""
+    sc = spark.sparkContext
+    raw: list[tuple[str, Any]] = []
+    if files is None:
+        df = spark_read(path, lambda: spark.read.parquet(str(path)).withColumn("_file", F.input_file_name()))
+        if "op" in df.columns:
+            for r in spark_read(path, lambda: df.where(F.col("op") == "DDL").collect()):
+                d = r.asDict()
+                raw.append((f"{d['_file']}", d))
+    else:
+        def placed(f: str) -> Any:
+            return sc.textFile(f).zipWithIndex().filter(lambda t: '"DDL"' in t[0]).map(lambda t: (f, *t))
+
+        rdds = [placed(str(f)) for f in files]
+        for f, text, idx in (sc.union(rdds) if len(rdds) > 1 else rdds[0]).collect():
+            try:
+                rec = json.loads(text)
+            except json.JSONDecodeError:
+                continue  # reported with its line by the validation pass
+            if isinstance(rec, dict) and rec.get("op") == "DDL":
+                raw.append((f"{f}:{idx + 1}", rec))
+    if not raw:
+        return None
+    changes: list[SchemaChange] = []
+    for place, rec in raw:
+        row = validate_record(rec, articles, place)
+        changes.append(
+            SchemaChange.parse(row[3], row[0], row[5], json.loads(row[7]), f"{place}: lsn {row[0]}")
+        )
+    return Schemas.build(articles, changes)
