@@ -59,8 +59,24 @@ def _enum(names: Sequence[str]) -> dict[str, Any]:
     return {"enum": list(names)}
 
 
+_INT32, _INT64 = (-(2**31), 2**31 - 1), (-(2**63), 2**63 - 1)
+_WIDE = ("seed",)  # a Spark long; every other integer key is a 32-bit int where it goes
+
+
 class _Table(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    @field_validator("*")
+    @classmethod
+    def _fits(cls, v: Any, info: ValidationInfo) -> Any:
+        """An integer beyond the type it travels as (after the key's own bounds)."""
+        if type(v) is int:
+            lo, hi = _INT64 if info.field_name in _WIDE else _INT32
+            if not lo <= v <= hi:
+                bits = 64 if info.field_name in _WIDE else 32
+                bound = f"at most {hi}" if v > hi else f"at least {lo}"
+                raise ValueError(f"{info.field_name} must be {bound} (a {bits}-bit integer), got {v}")
+        return v
 
     @field_validator("partition", "model", "kind", check_fields=False)
     @classmethod

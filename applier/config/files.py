@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -204,24 +205,51 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
 def load_config(path: str | Path) -> Config:
     """A TOML file (YAML for .yaml/.yml, JSON for .json), checked."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
     suffix = path.suffix.lower()
     fmt = "YAML" if suffix in (".yaml", ".yml") else "JSON" if suffix == ".json" else "TOML"
+    data = _parsed(path, _text(path), fmt)
+    return parse_config(data, str(path))
+
+
+def _text(path: Path) -> str:
+    """The file's text: a regular file (a FIFO would block), readable, UTF-8."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            what = "a folder" if path.is_dir() else "not a regular file"
+            raise ConfigError(f"{path}: {what}, expected a configuration file (TOML, YAML or JSON)")
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: cannot read: no such configuration file") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ConfigError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{raw[e.start : e.start + 1].hex()} at column {col})"
+        ) from None
+
+
+def _parsed(path: Path, text: str, fmt: str) -> Any:
+    """The data of a TOML, YAML or JSON text; ConfigError naming file, line and column."""
     try:
         if fmt == "YAML":
             import yaml
 
-            data = yaml.safe_load(text)
-        elif fmt == "JSON":
-            data = json.loads(text)
-        else:
-            data = tomllib.loads(text)
-    except Exception as e:  # noqa: BLE001 - parser errors of three libraries, all reported alike
-        raise ConfigError(f"{path}: not valid {fmt}: {e}") from None
-    return parse_config(data, str(path))
+            return yaml.safe_load(text)
+        if fmt == "JSON":
+            return json.loads(text)
+        return tomllib.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
+    except Exception as e:  # noqa: BLE001 - parser errors of two more libraries, reported alike
+        mark = getattr(e, "problem_mark", None)  # YAML: where, and what (one line)
+        if mark is not None:
+            what = " ".join(str(getattr(e, "problem", None) or e).split())
+            raise ConfigError(f"{path}:{mark.line + 1}:{mark.column + 1}: not valid {fmt}: {what}") from None
+        raise ConfigError(f"{path}: not valid {fmt}: {' '.join(str(e).split())}") from None
 
 
 def parse_article_dicts(items: Sequence[Mapping[str, Any]], source: str) -> tuple[Article, ...]:

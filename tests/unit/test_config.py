@@ -412,3 +412,41 @@ def test_schema_describes_every_field() -> None:
         for name, prop in table["properties"].items():
             assert prop.get("description"), name
     assert schema["$defs"]["RunSection"]["properties"]["streams"]["maximum"] == 64
+
+
+BAD_FILES = [
+    # (name, bytes, words of the one-line error)
+    ("a.toml", b'[run]\nsubscription = "a\xff"\n', "a.toml:2: not UTF-8 text (byte 0xff at column 18)"),
+    (
+        "a.yaml",
+        b"run:\n\tstreams: 2\n",
+        "a.yaml:2:1: not valid YAML: found character '\\t' that cannot start any token",
+    ),
+    ("a.json", b'{"run": {"streams": 2,}}', "a.json:1:23: not valid JSON"),
+    ("a.toml", b"[run]\nstreams = \n", "a.toml: not valid TOML: Invalid value (at line 2, column 11)"),
+    ("a.toml", b"[workload]\nseed = 9223372036854775808\n", "seed must be at most 9223372036854775807"),
+    ("a.toml", b"[run]\nlock_timeout_ms = 2147483648\n", "lock_timeout_ms must be at most 2147483647"),
+]
+
+
+@pytest.mark.parametrize("name,data,words", BAD_FILES, ids=[w[:30] for *_, w in BAD_FILES])
+def test_bad_config_files_get_one_line_naming_the_place(
+    tmp_path: Path, name: str, data: bytes, words: str
+) -> None:
+    f = tmp_path / name
+    f.write_bytes(data)
+    with pytest.raises(ConfigError) as e:
+        load_config(f)
+    assert words in str(e.value)
+    assert str(f) in str(e.value)
+
+
+def test_config_that_is_a_folder_or_a_fifo(tmp_path: Path) -> None:
+    import os
+
+    with pytest.raises(ConfigError, match="a folder, expected a configuration file"):
+        load_config(tmp_path)
+    fifo = tmp_path / "c.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="not a regular file"):  # never waits for a writer
+        load_config(fifo)
