@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -29,6 +30,7 @@ from applier.config import Config, check_config, load_config
 from applier.errors import ConfigError, stop_of
 from applier.report.json import run_report, unfinished_report, write_json
 from applier.results import RunResult, Verdict
+from applier.sources.files import check_inputs
 from applier.sparkenv import spark_session
 from applier.targets import Endpoint, Target, preflight
 
@@ -85,6 +87,7 @@ def run(
     in ``RunResult.files``). ``spark``: a session to use (default: ``local[N]``, or the one
     spark-submit started)."""
     config = check_config(config)
+    check_paths(changes, snapshot, custom_sql, report, work_dir)
     try:
         result = _run(
             config, target, changes, snapshot, custom_sql, work_dir, resume, spark, on_phase, progress
@@ -100,6 +103,44 @@ def run(
         path = write_json(run_report(result), report)
         result = dataclasses.replace(result, files={**result.files, "json": str(path)})
     return result
+
+
+_API_NAMES = {"report": "report", "work_dir": "work_dir"}
+
+
+def check_paths(
+    changes: str | Path | None,
+    snapshot: str | Path | None,
+    custom_sql: Sequence[str | Path],
+    report: str | Path | None,
+    work_dir: str | Path | None,
+    names: Mapping[str, str] = _API_NAMES,
+) -> None:
+    """Every path a run reads or writes, checked before anything starts (nothing is applied
+    and no report is written when one is wrong): the inputs (:func:`check_inputs`), the report
+    a file that can be written (its folder created if missing), the work folder a folder.
+    ``names``: how the caller names the outputs (the CLI: its options)."""
+    check_inputs(changes, snapshot, custom_sql)
+    for key, path, folder in (("report", report, False), ("work_dir", work_dir, True)):
+        if path is not None:
+            _writable(Path(path), names[key], folder)
+
+
+def _writable(path: Path, name: str, folder: bool) -> None:
+    where = f"{name} {path}"
+    if path.is_dir() and not folder:
+        raise ConfigError(f"{where}: a folder; give the report's file name")
+    if path.exists() and not path.is_dir() and folder:
+        raise ConfigError(f"{where}: exists and is not a folder")
+    if path.exists() and not folder and not path.is_file():
+        raise ConfigError(f"{where}: not a regular file")
+    near = path.absolute()
+    while not near.exists() and near != near.parent:  # the nearest that exists: created below it
+        near = near.parent
+    if not near.is_dir() and near != path.absolute():
+        raise ConfigError(f"{where}: {near} is not a folder")
+    if not os.access(near, os.W_OK | (os.X_OK if near.is_dir() else 0)):
+        raise ConfigError(f"{where}: {near} is not writable")
 
 
 def _run(

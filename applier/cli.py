@@ -17,10 +17,10 @@ import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from applier.config import WORKLOADS, Config, demo_config, load_config, with_overrides
-from applier.errors import ApplierError, Stopped, stop_of
+from applier.errors import ApplierError, ConfigError, Stopped, stop_of
 
 _WORKLOAD_FLAGS = (
     ("kind", "workload"),
@@ -81,13 +81,41 @@ def _add_run(p: argparse.ArgumentParser) -> None:
 
 def _config(a: argparse.Namespace) -> Config:
     """The configuration file (or the demo's), with the command line's settings over it,
-    validated as one."""
+    validated as one; an error names the option (``--streams: ...``)."""
     cfg = load_config(a.config) if a.config else demo_config()
     workload = {f: v for f, attr in _WORKLOAD_FLAGS if (v := getattr(a, attr, None)) is not None}
     run = {f: v for f in _RUN_FLAGS if (v := getattr(a, f, None)) is not None}
     if not workload and not run:
         return cfg
-    return with_overrides(cfg, run=run, workload=workload, source="command line")
+    try:
+        return with_overrides(cfg, run=run, workload=workload, source="command line")
+    except ConfigError as e:
+        raise ConfigError(_named_options(str(e))) from None
+
+
+def _named_options(message: str) -> str:
+    """``command line: run.streams: ...`` -> ``--streams: ...`` (the option the user typed)."""
+    keys = {f"run.{f}": f for f in _RUN_FLAGS} | {f"workload.{f}": attr for f, attr in _WORKLOAD_FLAGS}
+    out = []
+    for line in message.splitlines():
+        head, _, rest = line.partition(": ")
+        key, _, text = rest.partition(": ")
+        if head == "command line" and key in keys:
+            line = f"--{keys[key].replace('_', '-')}: {text}"
+        out.append(line)
+    return "\n".join(out)
+
+
+class _UsageError(Exception):
+    """A command line argparse refuses: one line naming the option, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are one line (not the whole usage) and come back to
+    :func:`main` (which returns 2) instead of exiting the process."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{self.prog}: error: {message}\n(`{self.prog} --help` lists the options)")
 
 
 def cmd_run(a: argparse.Namespace) -> int:
@@ -99,7 +127,14 @@ def cmd_run(a: argparse.Namespace) -> int:
 
     console = Console(stderr=False)
     config = _config(a)
-    target = applier.Target.parse(a.target, keep=a.keep)
+    try:
+        target = applier.Target.parse(a.target, keep=a.keep)
+    except ApplierError as e:
+        raise type(e)(f"--target: {e}") from None
+    # Every path checked before the target starts and anything is applied.
+    applier.api.check_paths(
+        a.changes, a.snapshot, a.custom_sql or [], a.report, a.work_dir, names=_OUTPUT_OPTIONS
+    )
     with target:
         console.print(f"target: {target.description}")
         with Progress(
@@ -138,6 +173,9 @@ def cmd_run(a: argparse.Namespace) -> int:
         if target.keep:
             console.print(f"{target.description} left running (--keep): {target.connection_string()}")
         return result.exit_code
+
+
+_OUTPUT_OPTIONS = {"report": "--report", "work_dir": "--work-dir"}
 
 
 def cmd_generate(a: argparse.Namespace) -> int:
@@ -192,9 +230,7 @@ def cmd_clean(a: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="applier", description="Multi-connection apply tester for replication subscribers"
-    )
+    p = _Parser(prog="applier", description="Multi-connection apply tester for replication subscribers")
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="command")
     r = sub.add_parser("run", help="apply a change stream with N streams and verify the subscriber (default)")
@@ -259,9 +295,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in (*COMMANDS, "-h", "--help", "-v", "--verbose"):
         argv = ["run", *argv]
-    a = parser().parse_args(argv)
-    if a.command is None:
-        a = parser().parse_args(["run", *argv])
+    try:
+        a = parser().parse_args(argv)
+        if a.command is None:
+            a = parser().parse_args(["run", *argv])
+    except _UsageError as e:
+        print(e, file=sys.stderr)
+        return 2
     logging.basicConfig(
         level=logging.INFO if a.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -278,7 +318,12 @@ def main(argv: list[str] | None = None) -> int:
             if isinstance(e, ApplierError):
                 print(f"error: {e}", file=sys.stderr)
                 return 2
-            raise
+            if a.verbose or not isinstance(e, Exception):
+                raise
+            first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
+            print(f"error: {type(e).__name__}: {first[:500]}", file=sys.stderr)
+            print("(an unexpected error: run with -v for the traceback)", file=sys.stderr)
+            return 2
         if a.verbose:
             traceback.print_exc()
         return _stopped(stop.signum if stop else received[0])

@@ -24,7 +24,7 @@ from applier.errors import InputError
 from applier.records.events import Schemas
 from applier.records.schema import ARROW_CHANGE, CHANGE_FIELDS, CHANGE_SCHEMA, SNAPSHOT_SCHEMA
 from applier.sources import reading
-from applier.sources.files import input_files
+from applier.sources.files import change_files, input_files
 from applier.sources.generator import LANES, generate_lane
 
 _GEN_SCHEMA = "kind string, " + CHANGE_SCHEMA
@@ -129,10 +129,8 @@ def read_changes(
     """A change file or folder (JSON Lines or Parquet) and its snapshot, every record validated
     and the checks across records done (positions unique, lsn order is transaction order,
     snapshot keys unique) before anything is applied; InputError naming the place otherwise."""
-    found = input_files(path, "change file")
+    found = change_files(path)
     path = found.path
-    if not found.parquet and not found.records:
-        raise InputError(f"{path}: no change records (the file is empty or blank); nothing to apply")
     snap_files = None if snapshot_path is None else input_files(snapshot_path, "snapshot")
     articles = {a.name: a for a in config.articles}
     if found.parquet:

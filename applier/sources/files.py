@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,3 +125,34 @@ def _check_text(f: Path, what: str) -> bool:
                     return records
     except OSError as e:
         raise InputError(f"{f}: cannot read the {what}: {e.strerror}") from None
+
+
+def change_files(path: str | Path) -> InputFiles:
+    """``input_files`` of a change path that holds at least one record."""
+    found = input_files(path, "change file")
+    if not found.parquet and not found.records:
+        raise InputError(f"{found.path}: no change records (the file is empty or blank); nothing to apply")
+    return found
+
+
+def check_inputs(
+    changes: str | Path | None, snapshot: str | Path | None, custom_sql: Sequence[str | Path] = ()
+) -> None:
+    """Every input path of a run checked before anything starts (cheap, no Spark): the change
+    and snapshot files as :func:`input_files` checks them, each custom SQL file a readable
+    UTF-8 text file. A snapshot without changes is refused: it would be ignored."""
+    if snapshot is not None and changes is None:
+        raise InputError(
+            f"{snapshot}: a snapshot is read with the change files it belongs to; give --changes too"
+        )
+    if changes is not None:
+        change_files(changes)
+    if snapshot is not None:
+        input_files(snapshot, "snapshot")
+    for sql in custom_sql:
+        f = Path(sql)
+        st = _stat(f, "custom SQL file")
+        if not stat.S_ISREG(st.st_mode):
+            shown = "a folder" if stat.S_ISDIR(st.st_mode) else _kind(st.st_mode)
+            raise InputError(f"{f}: {shown}, expected a custom SQL file")
+        _check_text(f, "custom SQL file")
