@@ -124,6 +124,7 @@ class ApplySummary:
     stream_stats: tuple[Mapping[str, Any], ...]
     apply_seconds: float
     fatal: bool
+    stopped: bool = False  # the fatal round met no failing command: transient errors outlasted retries
     segments: int = 1
     snapshot_rows: int = 0
     source: str = ""
@@ -175,7 +176,11 @@ class SubscriptionResult:
 
     @property
     def verdict(self) -> Verdict:
-        """The check's verdict; a run that stopped early cannot be called converged."""
+        """The check's verdict; a run that stopped early cannot be called converged, and one
+        stopped by transient errors (a lock held from outside past every retry) is not called
+        diverged either: it did not finish, so nothing was shown."""
+        if self.failed is not None and self.summary.stopped:
+            return Verdict.UNKNOWN
         if self.failed is not None:
             return Verdict.merge([self.check.verdict, Verdict.UNKNOWN])
         return self.check.verdict

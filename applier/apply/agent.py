@@ -319,7 +319,10 @@ def _reapply(
         else:
             ev.command(row, "not_applied")
     if failure.lsn is None:
-        ev.add("log", round_=r, outcome="failed", cls=failure.cls, code=failure.code, message=failure.message)
+        # No command failed: transient errors (a lock held from outside, a lost connection)
+        # outlasted the retry policy. The run stopped; nothing says the subscriber is wrong.
+        outcome = "stopped" if failure.transient else "failed"
+        ev.add("log", round_=r, outcome=outcome, cls=failure.cls, code=failure.code, message=failure.message)
     log.error("round %d failed on the single connection: %s", r, failure.message)
     return {"fatal": True, "message": failure.message}
 

@@ -275,6 +275,8 @@ def _apply_deferred(
                 message=failure.message,
             )
         ev.add("round", outcome="fatal", cls=failure.cls, message=failure.message)
+        if failure.lsn is None and failure.transient:  # transient errors outlasted the retries
+            ev.add("log", outcome="stopped", cls=failure.cls, code=failure.code, message=failure.message)
 
 
 def run_independent(spark: SparkSession, laid_out: DataFrame, job: StreamJob, out_path: str) -> DataFrame:

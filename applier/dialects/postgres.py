@@ -28,7 +28,9 @@ _BY_SQLSTATE: dict[str, tuple[ConflictClass, bool]] = {
     ROW_NOT_FOUND_SQLSTATE: (ConflictClass.ROW_NOT_FOUND, False),
     "23505": (ConflictClass.DUPLICATE_KEY, False),
     "23503": (ConflictClass.FOREIGN_KEY, False),
-    "55P03": (ConflictClass.LOCK_TIMEOUT, False),
+    # A lock held from outside past the lock timeout: on the single connection, wait and try
+    # again (tenacity), as the agent retries the batch; in a parallel round it is a reset.
+    "55P03": (ConflictClass.LOCK_TIMEOUT, True),
     "40P01": (ConflictClass.DEADLOCK, True),
     "40001": (ConflictClass.DEADLOCK, True),  # serialization failure: retry as the agent would
 }

@@ -53,7 +53,7 @@ _BY_NATIVE: dict[int, tuple[ConflictClass, bool]] = {
     2601: (ConflictClass.DUPLICATE_KEY, False),  # duplicate key row in a unique index
     2627: (ConflictClass.DUPLICATE_KEY, False),  # PRIMARY KEY / UNIQUE constraint
     547: (ConflictClass.FOREIGN_KEY, False),  # statement conflicted with a FOREIGN KEY (or CHECK)
-    1222: (ConflictClass.LOCK_TIMEOUT, False),  # lock request time out period exceeded
+    1222: (ConflictClass.LOCK_TIMEOUT, True),  # lock request time out period exceeded: retried
     1205: (ConflictClass.DEADLOCK, True),  # chosen as deadlock victim: rerun the transaction
 }
 # Server-side numbers that mean the session is gone even when the SQLSTATE is not 08xxx.

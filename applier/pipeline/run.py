@@ -52,6 +52,7 @@ from applier.verify.target import read_target
 Say = Callable[[str], None]
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 FATAL = "the single connection hit an error the policy does not skip"
+STOPPED = "the run stopped: transient errors on the single connection outlasted the retry policy ({})"
 
 
 def subscriptions(config: Config) -> tuple[Subscription, ...]:
@@ -265,7 +266,7 @@ def _subscription(
         check,
         summary,
         phases,
-        FATAL if fatal else None,
+        (STOPPED.format(_stop_message(ev)) if summary.stopped else FATAL) if fatal else None,
         routing,
         tuple(plan.statements),
         tuple(applied.schema_changes),
@@ -387,6 +388,11 @@ def stream_job(
         set_apply=set_apply,
         batch_events=not segmented,
     )
+
+
+def _stop_message(events: DataFrame) -> str:
+    row = events.where("kind = 'log' AND outcome = 'stopped'").select("message").limit(1).collect()
+    return str(row[0]["message"]) if row else "no message"
 
 
 def _union(spark: SparkSession, parts: list[DataFrame]) -> DataFrame:

@@ -74,7 +74,7 @@ class FakePyodbcError(Exception):
         ("RP598", ConflictClass.ROW_NOT_FOUND, False),
         ("23505", ConflictClass.DUPLICATE_KEY, False),
         ("23503", ConflictClass.FOREIGN_KEY, False),
-        ("55P03", ConflictClass.LOCK_TIMEOUT, False),
+        ("55P03", ConflictClass.LOCK_TIMEOUT, True),
         ("40P01", ConflictClass.DEADLOCK, True),
         ("08S01", ConflictClass.OTHER, True),
         ("42883", ConflictClass.OTHER, False),

@@ -481,7 +481,7 @@ ROW_MSG = (
             ),
             "LOCK_TIMEOUT",
             "1222",
-            False,
+            True,
             False,
         ),
         (
