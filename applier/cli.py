@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from applier.config import WORKLOADS, Config, demo_config, load_config, with_overrides
-from applier.errors import ApplierError, ConfigError, Stopped, stop_of
+from applier.errors import ApplierError, ConfigError, Stopped, TargetError, stop_of
 
 _WORKLOAD_FLAGS = (
     ("kind", "workload"),
@@ -120,10 +120,8 @@ class _Parser(argparse.ArgumentParser):
 
 def cmd_run(a: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     import applier
-    from applier.report.console import print_run
 
     console = Console(stderr=False)
     config = _config(a)
@@ -135,6 +133,18 @@ def cmd_run(a: argparse.Namespace) -> int:
     applier.api.check_paths(
         a.changes, a.snapshot, a.custom_sql or [], a.report, a.work_dir, names=_OUTPUT_OPTIONS
     )
+    try:
+        return _run_on(a, config, target, console)
+    except TargetError as e:
+        raise _target_named(a, config, e) from None
+
+
+def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) -> int:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    import applier
+    from applier.report.console import print_run
+
     with target:
         console.print(f"target: {target.description}")
         with Progress(
@@ -173,6 +183,13 @@ def cmd_run(a: argparse.Namespace) -> int:
         if target.keep:
             console.print(f"{target.description} left running (--keep): {target.connection_string()}")
         return result.exit_code
+
+
+def _target_named(a: argparse.Namespace, config: Config, e: TargetError) -> TargetError:
+    """A target error of a run whose only target is --target names the option."""
+    if a.target is None or any(s.target for s in config.subscriptions) or "--target" in str(e):
+        return e
+    return TargetError(f"--target: {e}")
 
 
 _OUTPUT_OPTIONS = {"report": "--report", "work_dir": "--work-dir"}
