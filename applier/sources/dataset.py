@@ -137,23 +137,25 @@ def read_changes(
         schemas = reading.schemas_of(spark, articles, path, None)
         placed = reading.validate_parquet(spark, path, articles, schemas)
     else:
-        schemas = reading.schemas_of(spark, articles, path, found.files)
-        placed = reading.validate_lines(spark, found.files, articles, snapshot=False, schemas=schemas)
+        schemas = reading.schemas_of(spark, articles, path, found.events)
+        placed = reading.validate_lines(spark, found.files, articles, False, schemas, found.small)
     placed = placed.persist(StorageLevel.MEMORY_AND_DISK)
     if found.parquet and placed.isEmpty():
         placed.unpersist()
         raise InputError(f"{path}: no change records; nothing to apply")
-    reading.check_positions(placed, str(path))
+    reading.check_positions(placed, str(path), found.small)
     cached = [placed]
     if snap_files is not None:
         sp = snap_files.path
         if snap_files.parquet:
             snap_placed = reading.snapshot_parquet(spark, sp, articles)
         else:
-            snap_placed = reading.validate_lines(spark, snap_files.files, articles, snapshot=True)
+            snap_placed = reading.validate_lines(
+                spark, snap_files.files, articles, True, small=snap_files.small
+            )
         snap_placed = snap_placed.persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(snap_placed)
-        reading.check_snapshot_keys(snap_placed)
+        reading.check_snapshot_keys(snap_placed, snap_files.small)
         snap = snap_placed.drop(reading.PLACE)
     else:
         snap = spark.createDataFrame([], SNAPSHOT_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)

@@ -19,6 +19,7 @@ JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
 PARQUET_SUFFIX = ".parquet"
 _MAGIC = b"PAR1"
 _CHUNK = 1 << 20
+SMALL = 4 << 20  # bytes: below, one Spark partition per file and the checks across rows on the driver
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,13 @@ class InputFiles:
     files: tuple[Path, ...]
     parquet: bool
     records: bool
+    size: int = 0  # bytes in all files
+    events: tuple[Path, ...] = ()  # the JSON Lines files that mention "DDL" (schema changes)
+
+    @property
+    def small(self) -> bool:
+        """Small enough to check on the driver and to read as one partition per file."""
+        return self.size <= SMALL
 
 
 def _kind(mode: int) -> str:
@@ -75,17 +83,21 @@ def input_files(path: str | Path, what: str = "change file") -> InputFiles:
     else:
         parquet = path.suffix.lower() == PARQUET_SUFFIX
         files = [path]
-    records = False
+    records, size, events = False, 0, []
     for f in files:
         st = _stat(f, what)
         if not stat.S_ISREG(st.st_mode):
             shown = "a folder" if stat.S_ISDIR(st.st_mode) else _kind(st.st_mode)
             raise InputError(f"{f}: {shown}, expected a {what}")
+        size += st.st_size
         if parquet:
             _check_parquet(f, st.st_size, what)
         else:
-            records = _check_text(f, what) or records
-    return InputFiles(path, tuple(files), parquet, records)
+            any_record, ddl = _check_text(f, what)
+            records = records or any_record
+            if ddl:
+                events.append(f)
+    return InputFiles(path, tuple(files), parquet, records, size, tuple(events))
 
 
 def _check_parquet(f: Path, size: int, what: str) -> None:
@@ -100,9 +112,10 @@ def _check_parquet(f: Path, size: int, what: str) -> None:
         raise InputError(f"{f}: not a Parquet file (no PAR1 header and footer); expected a Parquet {what}")
 
 
-def _check_text(f: Path, what: str) -> bool:
-    """UTF-8 text throughout (else InputError naming the line); True if any line is not blank."""
-    line, records, rest = 1, False, b""
+def _check_text(f: Path, what: str) -> tuple[bool, bool]:
+    """UTF-8 text throughout (else InputError naming the line); (any line is not blank, some
+    line mentions "DDL")."""
+    line, records, ddl, rest = 1, False, False, b""
     try:
         with f.open("rb") as fh:
             while True:
@@ -120,9 +133,10 @@ def _check_text(f: Path, what: str) -> bool:
                         f"{f}:{at}: not UTF-8 text (byte 0x{bad} at column {col}); a {what} is UTF-8"
                     ) from None
                 records = records or bool(text.strip())
+                ddl = ddl or b'"DDL"' in whole
                 line += whole.count(b"\n")
                 if not chunk:
-                    return records
+                    return records, ddl
     except OSError as e:
         raise InputError(f"{f}: cannot read the {what}: {e.strerror}") from None
 

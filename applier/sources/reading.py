@@ -48,7 +48,10 @@ def spark_read(what: Path, read: Callable[[], T]) -> T:
 
 
 def _errors(rdd: Any, noun: str) -> None:
-    errors = rdd.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(_SHOWN)
+    _raise_errors(rdd.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(_SHOWN), noun)
+
+
+def _raise_errors(errors: list[str], noun: str) -> None:
     if errors:
         more = "" if len(errors) < _SHOWN else "\n  (and maybe more)"
         raise InputError(f"invalid {noun}, nothing applied:\n  " + "\n  ".join(errors) + more)
@@ -60,9 +63,10 @@ def validate_lines(
     articles: Mapping[str, Article],
     snapshot: bool,
     schemas: Schemas | None = None,
+    small: bool = False,
 ) -> DataFrame:
     """JSON Lines files -> validated rows with their ``_place``; InputError naming file:line on
-    the first bad ones."""
+    the first bad ones. ``small``: one partition per file (zipWithIndex then needs no job)."""
     sc = spark.sparkContext
 
     def check(file: str):  # type: ignore[no-untyped-def]
@@ -88,16 +92,22 @@ def validate_lines(
 
         return part
 
-    rdds = [sc.textFile(str(f)).zipWithIndex().mapPartitions(check(str(f))) for f in files]
+    parts = 1 if small else None
+    rdds = [sc.textFile(str(f), parts).zipWithIndex().mapPartitions(check(str(f))) for f in files]
     rdd = sc.union(rdds) if len(rdds) > 1 else rdds[0]
+    noun = "snapshot file" if snapshot else "change file"
+    schema = f"{PLACE} string, " + (SNAPSHOT_SCHEMA if snapshot else CHANGE_SCHEMA)
+    if small:  # one job: rows and errors to the driver, the checks across rows run there
+        rows = rdd.collect()
+        _raise_errors([r[0] for r in rows if r[0] is not None][:_SHOWN], noun)
+        return spark.createDataFrame([r[1:] for r in rows], schema)
     rdd = rdd.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        _errors(rdd, "snapshot file" if snapshot else "change file")
+        _errors(rdd, noun)
     except InputError:
         rdd.unpersist()
         raise
-    schema = SNAPSHOT_SCHEMA if snapshot else CHANGE_SCHEMA
-    return spark.createDataFrame(rdd.map(lambda r: r[1:]), f"{PLACE} string, {schema}")
+    return spark.createDataFrame(rdd.map(lambda r: r[1:]), schema)
 
 
 def validate_parquet(
@@ -153,35 +163,38 @@ def snapshot_parquet(spark: SparkSession, path: Path, articles: Mapping[str, Art
 
 
 # -- checks across rows --------------------------------------------------------------------
-def check_positions(df: DataFrame, origin: str) -> None:
+def _ends(idx: int, it: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
+    """Rows (lsn, xact_seqno, command_id, place) in lsn order -> (idx, first, last, first fault):
+    an lsn seen twice (with its count) or a (xact_seqno, command_id) not above the one before."""
+    first = prev = fault = None
+    for r in it:
+        cur = tuple(r)
+        if prev is None:
+            first = cur
+        elif fault is not None and fault[0] == "lsn" and cur[0] == fault[1][0]:
+            fault = ("lsn", fault[1], fault[2], fault[3] + 1)  # count the lsn's rows
+        elif fault is None and cur[0] == prev[0]:
+            fault = ("lsn", prev, cur, 2)
+        elif fault is None and cur[1:3] <= prev[1:3]:
+            fault = ("order", prev, cur, 0)
+        prev = cur
+    if first is not None:
+        yield (idx, first, prev, fault)
+
+
+def check_positions(df: DataFrame, origin: str, small: bool = False) -> None:
     """lsn and (xact_seqno, command_id) each name one command, and in lsn order (xact_seqno,
     command_id) rises: the apply numbers its rounds by transaction and walks each stream by
     lsn, so a stream where they disagree would be applied in part and then stop. One sort by
-    lsn (equal lsns land in one partition); each partition reports its ends and first fault."""
-    parts = max(1, df.rdd.getNumPartitions())
-    ranged = (
-        df.select("lsn", "xact_seqno", "command_id", PLACE)
-        .repartitionByRange(parts, "lsn")
-        .sortWithinPartitions("lsn", PLACE)
-    )
-
-    def ends(idx: int, it: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
-        first = prev = fault = None
-        for r in it:
-            cur = tuple(r)
-            if prev is None:
-                first = cur
-            elif fault is not None and fault[0] == "lsn" and cur[0] == fault[1][0]:
-                fault = ("lsn", fault[1], fault[2], fault[3] + 1)  # count the lsn's rows
-            elif fault is None and cur[0] == prev[0]:
-                fault = ("lsn", prev, cur, 2)
-            elif fault is None and cur[1:3] <= prev[1:3]:
-                fault = ("order", prev, cur, 0)
-            prev = cur
-        if first is not None:
-            yield (idx, first, prev, fault)
-
-    found = sorted(ranged.rdd.mapPartitionsWithIndex(ends).collect())
+    lsn (equal lsns land in one partition); each partition reports its ends and first fault.
+    ``small``: the positions are sorted on the driver instead (no shuffle)."""
+    cols = df.select("lsn", "xact_seqno", "command_id", PLACE)
+    if small:
+        found = list(_ends(0, sorted(tuple(r) for r in cols.collect())))
+    else:
+        parts = max(1, df.rdd.getNumPartitions())
+        ranged = cols.repartitionByRange(parts, "lsn").sortWithinPartitions("lsn", PLACE)
+        found = sorted(ranged.rdd.mapPartitionsWithIndex(_ends).collect())
     faults = [f for *_, f in found if f is not None]
     faults += [
         ("order", a[2], b[1], 0) for a, b in zip(found, found[1:], strict=False) if b[1][1:3] <= a[2][1:3]
@@ -205,15 +218,26 @@ def check_positions(df: DataFrame, origin: str) -> None:
     )
 
 
-def check_snapshot_keys(df: DataFrame) -> None:
-    """A snapshot key names one row (else its load would stop half-way on the primary key)."""
-    dup = (
-        df.groupBy("article", "key")
-        .agg(F.count("*").alias("count"), F.slice(F.sort_array(F.collect_list(PLACE)), 1, 2).alias("at"))
-        .where("count > 1")
-        .limit(1)
-        .collect()
-    )
+def check_snapshot_keys(df: DataFrame, small: bool = False) -> None:
+    """A snapshot key names one row (else its load would stop half-way on the primary key).
+    ``small``: counted on the driver (no shuffle)."""
+    if small:
+        seen: dict[tuple[str, str], list[str]] = {}
+        for r in df.select("article", "key", PLACE).collect():
+            seen.setdefault((r[0], r[1]), []).append(r[2])
+        dup: list[Any] = [
+            {"article": k[0], "key": k[1], "count": len(v), "at": sorted(v)[:2]}
+            for k, v in seen.items()
+            if len(v) > 1
+        ][:1]
+    else:
+        dup = (
+            df.groupBy("article", "key")
+            .agg(F.count("*").alias("count"), F.slice(F.sort_array(F.collect_list(PLACE)), 1, 2).alias("at"))
+            .where("count > 1")
+            .limit(1)
+            .collect()
+        )
     if dup:
         d = dup[0]
         raise InputError(
@@ -235,7 +259,8 @@ def schemas_of(
             for r in spark_read(path, lambda: df.where(F.col("op") == "DDL").collect()):
                 d = r.asDict()
                 raw.append((f"{d['_file']}", d))
-    else:
+    elif files:  # the JSON Lines files that mention "DDL" (the driver's check saw which)
+
         def placed(f: str) -> Any:
             return sc.textFile(f).zipWithIndex().filter(lambda t: '"DDL"' in t[0]).map(lambda t: (f, *t))
 
