@@ -198,7 +198,9 @@ _OUTPUT_OPTIONS = {"report": "--report", "work_dir": "--work-dir"}
 def cmd_generate(a: argparse.Namespace) -> int:
     import applier.api
 
-    ch, sn, n = applier.api.generate(_config(a), a.out, a.format)
+    config = _config(a)
+    applier.api.check_paths(None, None, (), None, a.out, names={"report": "--report", "work_dir": "--out"})
+    ch, sn, n = applier.api.generate(config, a.out, a.format)
     print(f"wrote {n} commands to {ch} and the initial snapshot to {sn}")
     return 0
 

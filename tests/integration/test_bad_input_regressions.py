@@ -240,3 +240,13 @@ def test_known_bad_input_is_refused_before_anything_is_applied(
 def test_unreadable_as_root_is_tested_with_a_folder_where_the_file_belongs():
     """Reading permissions cannot be tested as root (root reads a 000 file): the folder cases
     above and tests/unit/test_input_files.py::test_unreadable_file (skipped as root) cover it."""
+
+
+def test_generate_out_that_is_a_file_is_refused_before_spark(tmp_path, capsys):
+    from applier.cli import main
+
+    f = tmp_path / "out"
+    f.write_text("x")
+    assert main(["generate", "--out", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {f}: exists and is not a folder" in err and "Traceback" not in err
