@@ -36,8 +36,9 @@ class InputFiles:
 
     @property
     def small(self) -> bool:
-        """Small enough to check on the driver and to read as one partition per file."""
-        return self.size <= SMALL
+        """Small enough to check on the driver and to read as one partition per file (Parquet
+        holds several times its size in rows)."""
+        return self.size <= (SMALL // 8 if self.parquet else SMALL)
 
 
 def _kind(mode: int) -> str:
