@@ -250,3 +250,46 @@ def test_generate_out_that_is_a_file_is_refused_before_spark(tmp_path, capsys):
     assert main(["generate", "--out", str(f)]) == 2
     err = capsys.readouterr().err
     assert f"--out {f}: exists and is not a folder" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("small", [True, False], ids=["on the driver", "distributed"])
+def test_checks_across_rows_find_the_same_fault_on_the_driver_and_distributed(
+    spark, tmp_path, monkeypatch, small
+):
+    """Small files are checked on the driver, large ones with a sort by lsn across partitions."""
+    from applier.config import parse_config
+    from applier.errors import InputError
+    from applier.sources import files
+    from applier.sources.dataset import read_changes
+    from tests.integration.badinput import COLUMNS
+
+    if not small:
+        monkeypatch.setattr(files, "SMALL", 0)
+    cfg = parse_config({"articles": [{"name": "dbo.rows", "columns": COLUMNS}]}, "<test>")
+    recs = [insert("rows", i) for i in range(1, 200)]
+    ch = tmp_path / "ch.jsonl"
+    for change, words in [
+        ({150: {"lsn": 5}}, ["ch.jsonl:1: lsn 1048577", "ch.jsonl:150)", "transaction order"]),
+        (
+            {150: {"lsn": (149 << 20) | 1}},
+            ["lsn=156237825 appears 2 times", "ch.jsonl:149, ", "ch.jsonl:150)"],
+        ),
+        ({150: {"xact_seqno": 149, "command_id": 1}}, ["xact_seqno=149, command_id=1 appears 2 times"]),
+    ]:
+        ch.write_bytes(jsonl([{**r, **change.get(i, {})} for i, r in enumerate(recs, 1)]))
+        with pytest.raises(InputError) as e:
+            read_changes(spark, cfg, ch)
+        for w in words:
+            assert w in str(e.value), str(e.value)
+    ch.write_bytes(jsonl(recs))
+    sn = tmp_path / "sn.jsonl"
+    sn.write_bytes(jsonl([{"article": "dbo.rows", "image": {"id": i % 150}} for i in range(151)]))
+    with pytest.raises(
+        InputError, match=r"sn\.jsonl:1, .*sn\.jsonl:151: dbo\.rows key \[0\] appears 2 times"
+    ):
+        read_changes(spark, cfg, ch, sn)
+    sn.write_bytes(jsonl([{"article": "dbo.rows", "image": {"id": i}} for i in range(150)]))
+    cs = read_changes(spark, cfg, ch, sn)
+    assert (cs.changes.count(), cs.snapshot.count()) == (199, 150)
+    assert cs.changes.columns == list(cs.changes.columns) and "_place" not in cs.changes.columns
+    cs.unpersist()
