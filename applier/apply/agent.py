@@ -28,7 +28,16 @@ from applier import failpoints
 from applier.apply.events import RESET_LOG, Events
 from applier.apply.job import StreamJob
 from applier.apply.rendezvous import Address, Rendezvous
-from applier.apply.sender import Failure, Row, Sender, apply_serially, send_with_policy, slim
+from applier.apply.sender import (
+    Failure,
+    LostCommit,
+    Row,
+    Sender,
+    apply_serially,
+    commit_surely,
+    send_with_policy,
+    slim,
+)
 from applier.apply.streams import Task, run_streams
 from applier.errors import TargetError
 from applier.plan.calls import Call, Planner
@@ -141,22 +150,23 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
             server rolled back is applied again alone on a new connection (the other streams'
             shares of the round committed, and none of them depended on it: they all applied
             at once without a conflict)."""
-            try:
-                sender.conn.commit()
-                return
-            except Exception as e:  # noqa: BLE001 - pyodbc's errors, classified below
-                if not dialect.classify(e).connection_lost:
-                    raise
-            sender.renew()
-            if not share or _done_round(sender.conn, progress, job, s) >= r:
-                return  # the commit reached the server before the connection broke
-            log.warning("stream %d lost its connection at the commit of round %d: applying it again", s, r)
-            _, f = apply_serially(sender, calls, [progress_call(s, share, r)], job.retry, skip)
-            if f is not None:
-                raise TargetError(
-                    f"stream {s}: round {r} could not be applied again after a lost commit: {f.message}"
+
+            def again() -> Failure | None:
+                log.warning(
+                    "stream %d lost its connection at the commit of round %d: applying it again", s, r
                 )
-            sender.conn.commit()
+                return apply_serially(sender, calls, [progress_call(s, share, r)], job.retry, skip)[1]
+
+            try:
+                commit_surely(
+                    sender,
+                    lambda: not share or _done_round(sender.conn, progress, job, s) >= r,
+                    again,
+                    job.retry.attempts,
+                    f"stream {s}: round {r}",
+                )
+            except LostCommit as e:
+                raise TargetError(str(e)) from None
 
         def take(r: int) -> tuple[list[Row], list[tuple[Row, Call]] | None]:
             """Round r's share and, unless an earlier run committed it, its calls."""
@@ -308,11 +318,28 @@ def _reapply(
     skipped, failure = apply_serially(sender, calls, tail, job.retry, skip)
     if failure is None:
         failpoints.reach("apply.reapply")
-        sender.conn.commit()
+
+        def landed() -> bool:
+            seen = progress.read(sender.conn.cursor(), job.subscription)
+            sender.conn.commit()
+            return all(st in seen and seen[st][1] >= r for st in by_stream)
+
+        try:
+            commit_surely(
+                sender,
+                landed,
+                lambda: apply_serially(sender, calls, tail, job.retry, skip)[1],
+                job.retry.attempts,
+                f"round {r} on the single connection",
+            )
+        except LostCommit as e:
+            failure = Failure("other", "08S01", str(e), None, sender.stream, True, True)
+    if failure is None:
         failpoints.reach("apply.reapplied")
         ev.committed(merged, skipped, "reapplied", t_exec, time.time())
         return {"fatal": False}
-    sender.conn.rollback()
+    with contextlib.suppress(Exception):  # a lost connection cannot roll back; the server did
+        sender.conn.rollback()
     for row in merged:
         if row["lsn"] == failure.lsn:
             ev.command(row, "failed", cls=failure.cls, code=failure.code, message=failure.message)

@@ -26,7 +26,16 @@ from applier import failpoints
 from applier.apply.events import Events
 from applier.apply.job import StreamJob
 from applier.apply.rendezvous import Address, Rendezvous
-from applier.apply.sender import Failure, Row, Sender, apply_serially, send_with_policy, slim
+from applier.apply.sender import (
+    Failure,
+    LostCommit,
+    Row,
+    Sender,
+    apply_serially,
+    commit_surely,
+    send_with_policy,
+    slim,
+)
 from applier.apply.streams import Task, run_streams
 from applier.plan.calls import Call, Planner
 from applier.targets.progress import ProgressTable
@@ -242,7 +251,7 @@ def _apply_deferred(
     )
     fatal: Failure | None = None
 
-    for _x, txn in sorted(by_txn.items()):
+    for x, txn in sorted(by_txn.items()):
         if fatal is not None:
             for row in txn:
                 ev.command(row, "not_applied")
@@ -260,11 +269,25 @@ def _apply_deferred(
         skipped, failure = apply_serially(sender, calls, tail, job.retry, skip)
         if failure is None:
             failpoints.reach("apply.reapply")
-            sender.conn.commit()
+
+            def landed(by_stream: dict[int, int] = by_stream) -> bool:
+                seen = table.read(sender.conn.cursor(), job.subscription)
+                sender.conn.commit()
+                return all(st in seen and seen[st][0] >= lsn for st, lsn in by_stream.items())
+
+            def again(calls: list[tuple[Row, Call]] = calls, tail: list[Call] = tail) -> Failure | None:
+                return apply_serially(sender, calls, tail, job.retry, skip)[1]
+
+            try:
+                commit_surely(sender, landed, again, job.retry.attempts, f"transaction {x}")
+            except LostCommit as e:
+                failure = Failure("other", "08S01", str(e), None, sender.stream, True, True)
+        if failure is None:
             failpoints.reach("apply.reapplied")
             ev.committed(txn, skipped, "reapplied", t_exec, time.time())
             continue
-        sender.conn.rollback()
+        with contextlib.suppress(Exception):  # a lost connection cannot roll back; the server did
+            sender.conn.rollback()
         fatal = failure
         for row in txn:
             ev.command(

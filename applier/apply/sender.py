@@ -273,3 +273,34 @@ def apply_serially(
         f = last[0]
         why = f"transient errors persisted after {retry.attempts} attempts: {e}"
         return [], Failure(f.cls, f.code, why, None, sender.stream, True, f.connection_lost)
+
+
+class LostCommit(Exception):
+    """Work lost at its commit could not be applied again."""
+
+
+def commit_surely(
+    sender: Sender,
+    landed: Callable[[], bool],
+    again: Callable[[], Failure | None],
+    attempts: int,
+    what: str,
+) -> None:
+    """Commit the connection's open work. A connection lost at the commit may or may not have
+    committed: on a new connection ``landed()`` reads the progress rows written with the work;
+    when they are not there, ``again()`` applies the work again (a Failure: it could not) and
+    the commit is tried again, up to ``attempts`` times."""
+    for _ in range(max(1, attempts)):
+        try:
+            sender.conn.commit()
+            return
+        except Exception as e:  # noqa: BLE001 - pyodbc's errors, classified below
+            if not sender.dialect.classify(e).connection_lost:
+                raise
+        sender.renew()
+        if landed():
+            return  # the commit reached the server before the connection broke
+        f = again()
+        if f is not None:
+            raise LostCommit(f"{what} could not be applied again after a lost commit: {f.message}")
+    raise LostCommit(f"{what}: the connection was lost at {attempts} commits in a row")
