@@ -18,8 +18,8 @@ demo: setup ## run the main job: a multi-stream apply against an embedded Postgr
 test: setup ## run the tests (unit + integration on embedded PostgreSQL and local Spark)
 	$(BIN)/pytest -m "not faults"
 
-test-faults: setup ## kill -9 at 26 seeded moments, resume each, count every row change (~15 min)
-	$(BIN)/pytest -m faults tests/faults
+test-faults: setup ## kill -9 at 26 seeded moments and resume, connection kills, signals (~35 min)
+	$(BIN)/pytest -m faults
 
 test-unit: setup ## run the unit tests only (no database, no Spark)
 	$(BIN)/pytest tests/unit

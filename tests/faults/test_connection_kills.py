@@ -9,44 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import threading
-import time
 
-import pyodbc
 import pytest
 
 from tests.integration.helpers import config, run
-from tests.integration.test_lost_connections import KILL, LAST_ROUND
+from tests.integration.test_lost_connections import Killer
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
-
-
-class SeededKiller(threading.Thread):
-    """Terminates every other connection to the database at the seeded moments: once the
-    subscription has committed ``rounds[i]`` rounds, ``delays[i]`` seconds later."""
-
-    def __init__(self, cs: str, subscription: str, rounds: list[int], delays: list[float]) -> None:
-        super().__init__(daemon=True)
-        self.cs, self.subscription, self.rounds, self.delays = cs, subscription, rounds, delays
-        self.killed: list[int] = []
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        conn = pyodbc.connect(self.cs, autocommit=True)
-        try:
-            cur = conn.cursor()
-            while not self.stop.is_set() and len(self.killed) < len(self.rounds):
-                try:
-                    last = cur.execute(LAST_ROUND, self.subscription).fetchone()[0]
-                except pyodbc.Error:
-                    last = None
-                i = len(self.killed)
-                if last is not None and last >= self.rounds[i]:
-                    time.sleep(self.delays[i])
-                    self.killed.append(int(cur.execute(KILL).fetchone()[0]))
-                time.sleep(0.005)
-        finally:
-            conn.close()
 
 
 def _moment(seed: int) -> dict[str, object]:
@@ -69,14 +38,14 @@ def test_connections_killed_at_a_seeded_moment_reconnect_and_converge(spark, tar
     cfg = cfg.replace(
         run=dataclasses.replace(cfg.run, model=m["model"], partition=m["partition"], set_apply=m["set_apply"])
     )
-    killer = SeededKiller(target.connection_string, name, m["rounds"], m["delays"])  # type: ignore[arg-type]
+    killer = Killer(target.connection_string, name, m["rounds"], m["delays"])
     killer.start()
     try:
         _result, report = run(spark, cfg, target)
     finally:
         killer.stop.set()
         killer.join(timeout=10)
-    assert len(killer.killed) == len(m["rounds"]) and sum(killer.killed) >= 1, (m, killer.killed)  # type: ignore[arg-type]
+    assert len(killer.killed) == len(m["rounds"]) and sum(killer.killed) >= 1, (m, killer.killed)
     assert report["verdict"] == "converged", (m, report["reason"], report["divergent"][:2])
     assert sum(s.get("reconnects", 0) for s in report["streams"]) >= 1, m
     applied = report["outcomes"].get("applied", 0) + report["outcomes"].get("reapplied", 0)

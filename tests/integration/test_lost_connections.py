@@ -24,12 +24,15 @@ LAST_ROUND = 'SELECT max(last_round) FROM "applier"."progress" WHERE subscriptio
 
 
 class Killer(threading.Thread):
-    """Terminates every other connection to the database each time ``every`` more rounds of
-    ``subscription`` have committed, ``times`` times."""
+    """Terminates every other connection to the database at the given moments: once the
+    subscription has committed ``rounds[i]`` rounds, ``delays[i]`` seconds later (default 0)."""
 
-    def __init__(self, cs: str, subscription: str, every: int, times: int) -> None:
+    def __init__(
+        self, cs: str, subscription: str, rounds: list[int], delays: list[float] | None = None
+    ) -> None:
         super().__init__(daemon=True)
-        self.cs, self.subscription, self.every, self.times = cs, subscription, every, times
+        self.cs, self.subscription, self.rounds = cs, subscription, rounds
+        self.delays = delays or [0.0] * len(rounds)
         self.killed: list[int] = []
         self.stop = threading.Event()
 
@@ -37,14 +40,16 @@ class Killer(threading.Thread):
         conn = pyodbc.connect(self.cs, autocommit=True)
         try:
             cur = conn.cursor()
-            while not self.stop.is_set() and len(self.killed) < self.times:
+            while not self.stop.is_set() and len(self.killed) < len(self.rounds):
                 try:
                     last = cur.execute(LAST_ROUND, self.subscription).fetchone()[0]
                 except pyodbc.Error:
                     last = None  # no progress table yet
-                if last is not None and last >= self.every * (len(self.killed) + 1):
+                i = len(self.killed)
+                if last is not None and last >= self.rounds[i]:
+                    time.sleep(self.delays[i])
                     self.killed.append(int(cur.execute(KILL).fetchone()[0]))
-                time.sleep(0.01)
+                time.sleep(0.005)
         finally:
             conn.close()
 
@@ -64,7 +69,7 @@ def test_terminated_connections_reconnect_and_converge(spark, target, model, par
     name = f"lost_{model}_{int(set_apply)}"
     cfg = config(name, streams=4, batch=2, kind="uniform", transactions=400, initial_rows=100, seed=3)
     cfg = cfg.replace(run=dataclasses.replace(cfg.run, model=model, partition=partition, set_apply=set_apply))
-    killer = Killer(target.connection_string, name, every=8, times=3)
+    killer = Killer(target.connection_string, name, [8, 16, 24])
     killer.start()
     try:
         result, report = run(spark, cfg, target)

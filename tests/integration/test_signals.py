@@ -20,7 +20,7 @@ import pytest
 
 from applier import leftovers
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 CMD = [
     "-m",
