@@ -124,7 +124,9 @@ class ApplySummary:
     stream_stats: tuple[Mapping[str, Any], ...]
     apply_seconds: float
     fatal: bool
-    stopped: bool = False  # the fatal round met no failing command: transient errors outlasted retries
+    # Why the run stopped when its fatal round met no failing command (transient errors
+    # outlasted the retries); None otherwise.
+    stopped: str | None = None
     segments: int = 1
     snapshot_rows: int = 0
     source: str = ""
@@ -179,7 +181,7 @@ class SubscriptionResult:
         """The check's verdict; a run that stopped early cannot be called converged, and one
         stopped by transient errors (a lock held from outside past every retry) is not called
         diverged either: it did not finish, so nothing was shown."""
-        if self.failed is not None and self.summary.stopped:
+        if self.failed is not None and self.summary.stopped is not None:
             return Verdict.UNKNOWN
         if self.failed is not None:
             return Verdict.merge([self.check.verdict, Verdict.UNKNOWN])

@@ -74,7 +74,7 @@ def summarize(
         stream_stats=stream_stats,
         apply_seconds=round(apply_seconds, 3),
         fatal=by_round.get("fatal", 0) > 0,
-        stopped=any(r["kind"] == "log" and r["outcome"] == "stopped" for r in few),
+        stopped=next((r["message"] for r in few if r["kind"] == "log" and r["outcome"] == "stopped"), None),
         segments=segments,
         snapshot_rows=snapshot_rows,
         source=source,

@@ -166,7 +166,7 @@ def _subscription(
     wd: Path,
     custom_sql: Sequence[Path],
     ident: RunIdentity,
-    held: str | None,
+    held: RunRecord | None,
     say: Say,
     progress: Progress,
     read_seconds: float,
@@ -266,7 +266,7 @@ def _subscription(
         check,
         summary,
         phases,
-        (STOPPED.format(_stop_message(ev)) if summary.stopped else FATAL) if fatal else None,
+        (STOPPED.format(summary.stopped) if summary.stopped is not None else FATAL) if fatal else None,
         routing,
         tuple(plan.statements),
         tuple(applied.schema_changes),
@@ -303,9 +303,9 @@ def _held_run(endpoint: Endpoint, name: str) -> RunRecord | None:
         conn.close()
 
 
-def _resumed(endpoint: Endpoint, name: str, ident: RunIdentity) -> str:
-    """The phase the run a resume continues reached; anything but the same run is refused,
-    naming what differs."""
+def _resumed(endpoint: Endpoint, name: str, ident: RunIdentity) -> RunRecord:
+    """The run a resume continues (the phase it reached, its snapshot's rows); anything but the
+    same run is refused, naming what differs."""
     held = _held_run(endpoint, name)
     if held is None:
         raise InputError(
@@ -319,7 +319,7 @@ def _resumed(endpoint: Endpoint, name: str, ident: RunIdentity) -> str:
             + ("; ".join(diff) or "its settings differ")
             + " (resume with the same settings, or run without --resume to start again)"
         )
-    return held.phase
+    return held
 
 
 def _prepare(
@@ -331,17 +331,17 @@ def _prepare(
     custom_sql: Sequence[Path],
     set_apply: bool,
     full_copy: bool,
-    held: str | None,
+    held: RunRecord | None,
     say: Say,
     label: bool,
 ) -> int:
     """Tables, procedures, snapshot and constraints, each phase recorded in the subscriber;
-    returns the snapshot's row count. A resume (``held``: the phase the run reached) continues
+    returns the snapshot's row count. A resume (``held``: the run it continues) continues
     from there: a run stopped before its snapshot was wholly loaded installs and loads again."""
     who = f"{sub.name}: " if label else ""
-    if held in (LOADED, APPLYING, APPLIED):
-        say(f"{who}resuming from the progress table ({held})")
-        return _held_rows(endpoint, sub.name)
+    if held is not None and held.phase in (LOADED, APPLYING, APPLIED):
+        say(f"{who}resuming from the progress table ({held.phase})")
+        return held.snapshot_rows or 0
     if held is not None:
         say(f"{who}resuming: the earlier run stopped before its snapshot was loaded; loading it again")
     say(f"{who}installing tables and procedures")
@@ -355,11 +355,6 @@ def _prepare(
     _record(endpoint, sub.name, ident, LOADED, loaded)
     failpoints.reach("load.done")
     return loaded
-
-
-def _held_rows(endpoint: Endpoint, name: str) -> int:
-    held = _held_run(endpoint, name)
-    return 0 if held is None else held.snapshot_rows or 0
 
 
 def stream_job(
@@ -388,11 +383,6 @@ def stream_job(
         set_apply=set_apply,
         batch_events=not segmented,
     )
-
-
-def _stop_message(events: DataFrame) -> str:
-    row = events.where("kind = 'log' AND outcome = 'stopped'").select("message").limit(1).collect()
-    return str(row[0]["message"]) if row else "no message"
 
 
 def _union(spark: SparkSession, parts: list[DataFrame]) -> DataFrame:

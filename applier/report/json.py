@@ -16,7 +16,7 @@ def subscription_report(sub: SubscriptionResult, settings: Mapping[str, Any]) ->
     return {
         "subscription": sub.name,
         "verdict": sub.verdict.value,
-        "reason": sub.failed if s.stopped else c.reason or sub.failed,
+        "reason": sub.failed if s.stopped is not None else c.reason or sub.failed,
         "commands": s.commands,
         "transactions": s.transactions,
         "rounds": s.rounds,
