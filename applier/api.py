@@ -28,6 +28,7 @@ from pyspark.sql import SparkSession
 from applier import pipeline
 from applier.config import Config, check_config, load_config
 from applier.errors import ConfigError, stop_of
+from applier.pipeline.rundir import finish_run_dir, prepare_run_dir
 from applier.report.json import run_report, unfinished_report, write_json
 from applier.results import RunResult, Verdict
 from applier.sources.files import check_inputs
@@ -81,13 +82,19 @@ def run(
     spark: SparkSession | None = None,
     on_phase: Callable[[str], None] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    out_dir: str | Path | None = None,
 ) -> RunResult:
     """Apply the configured stream (generated, or read from ``changes``) to every subscriber
     with N streams and verify each. ``report``: also write the JSON report there (its path is
     in ``RunResult.files``). ``spark``: a session to use (default: ``local[N]``, or the one
-    spark-submit started)."""
+    spark-submit started). ``out_dir``: the run's folder (:mod:`applier.pipeline.rundir`):
+    its configuration, inputs, report, schedule and outcome, for replay, shrink and export."""
     config = check_config(config)
     check_paths(changes, snapshot, custom_sql, report, work_dir)
+    if out_dir is not None:
+        _writable(Path(out_dir), "out_dir", True)
+        custom_sql = prepare_run_dir(out_dir, config, changes, snapshot, custom_sql)
+        report = report if report is not None else Path(out_dir) / "report.json"
     try:
         result = _run(
             config, target, changes, snapshot, custom_sql, work_dir, resume, spark, on_phase, progress
@@ -102,6 +109,8 @@ def run(
     if report is not None:
         path = write_json(run_report(result), report)
         result = dataclasses.replace(result, files={**result.files, "json": str(path)})
+    if out_dir is not None:
+        result = dataclasses.replace(result, files={**result.files, **finish_run_dir(out_dir, result)})
     return result
 
 

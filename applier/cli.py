@@ -41,6 +41,11 @@ _RUN_FLAGS = (
     "set_apply",
     "error_policy",
     "retry_attempts",
+    "schedule",
+    "schedule_seed",
+    "schedule_strategy",
+    "pct_depth",
+    "schedule_file",
 )
 
 
@@ -77,6 +82,23 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     g.add_argument("--error-policy", help="strict | skip:<codes> | continue-on-data-consistency-errors")
     g.add_argument("--retry-attempts", type=int, help="tries of a transient error on the single connection")
     g.add_argument("--subscription")
+    g = p.add_argument_group("schedule (how the streams interleave)")
+    g.add_argument(
+        "--schedule",
+        choices=["free", "controlled"],
+        help="free: the connections race (default); controlled: the streams take turns call by call "
+        "under a seeded scheduler (one seed, one interleaving, one outcome)",
+    )
+    g.add_argument("--schedule-seed", type=int, help="seed of the controlled schedule")
+    g.add_argument(
+        "--schedule-strategy",
+        choices=["pct", "random", "recorded"],
+        help="who goes next: pct (default), random, recorded (follow --schedule-file)",
+    )
+    g.add_argument("--pct-depth", type=int, help="PCT bug depth d (d - 1 priority change points; default 3)")
+    g.add_argument(
+        "--schedule-file", help="a recorded schedule.jsonl to follow (implies --schedule-strategy recorded)"
+    )
 
 
 def _config(a: argparse.Namespace) -> Config:
@@ -85,6 +107,9 @@ def _config(a: argparse.Namespace) -> Config:
     cfg = load_config(a.config) if a.config else demo_config()
     workload = {f: v for f, attr in _WORKLOAD_FLAGS if (v := getattr(a, attr, None)) is not None}
     run = {f: v for f in _RUN_FLAGS if (v := getattr(a, f, None)) is not None}
+    if "schedule_file" in run:  # following a recorded schedule is a controlled run
+        run.setdefault("schedule_strategy", "recorded")
+        run.setdefault("schedule", "controlled")
     if not workload and not run:
         return cfg
     try:
@@ -176,6 +201,7 @@ def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) ->
                 resume=a.resume,
                 progress=progress,
                 on_phase=phase,
+                out_dir=a.out,
             )
         print_run(result, console)
         if "json" in result.files:
@@ -192,7 +218,7 @@ def _target_named(a: argparse.Namespace, config: Config, e: TargetError) -> Targ
     return TargetError(f"--target: {e}")
 
 
-_OUTPUT_OPTIONS = {"report": "--report", "work_dir": "--work-dir"}
+_OUTPUT_OPTIONS = {"report": "--report", "work_dir": "--work-dir", "out_dir": "--out"}
 
 
 def cmd_generate(a: argparse.Namespace) -> int:
@@ -267,6 +293,11 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--report", help="write the JSON report here")
     r.add_argument("--work-dir", help="where intermediate files go (default: a temporary directory)")
+    r.add_argument(
+        "--out",
+        help="the run's folder: configuration, inputs, report, schedule.jsonl and outcome.json "
+        "(for applier replay, shrink and export)",
+    )
     r.add_argument(
         "--resume",
         action="store_true",

@@ -105,7 +105,15 @@ class Check:
         }
 
 
-CONFLICT_CLASSES = ("row_not_found", "duplicate_key", "lock_timeout", "deadlock", "foreign_key", "other")
+CONFLICT_CLASSES = (
+    "row_not_found",
+    "duplicate_key",  # on the table's primary key
+    "unique_index",  # on another unique index or constraint
+    "lock_timeout",
+    "deadlock",
+    "foreign_key",
+    "other",
+)
 
 
 @dataclass(frozen=True)
@@ -175,6 +183,9 @@ class SubscriptionResult:
     statements: tuple[Mapping[str, Any], ...] = ()
     schema_changes: tuple[Mapping[str, Any], ...] = ()
     procedures: tuple[Mapping[str, Any], ...] = ()
+    # The schedule as it ran (applier.pipeline.schedule) and every conflict (lsn, stream, class)
+    schedule: tuple[Mapping[str, Any], ...] = ()
+    conflict_events: tuple[tuple[int | None, int | None, str], ...] = ()
 
     @property
     def verdict(self) -> Verdict:

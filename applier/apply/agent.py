@@ -26,8 +26,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from applier import failpoints
 from applier.apply.events import RESET_LOG, Events
+from applier.apply.gate import GateClient, meet
 from applier.apply.job import StreamJob
-from applier.apply.rendezvous import Address, Rendezvous
+from applier.apply.rendezvous import Address
 from applier.apply.sender import (
     Failure,
     LostCommit,
@@ -132,7 +133,8 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
         done_round = _done_round(sender.conn, progress, job, s)
         upsert = progress.upsert_sql
         peek = _Peek(_rows(batches))
-        rdv = Rendezvous(rendezvous, s)
+        rdv = meet(rendezvous, s)
+        sender.attach(rdv if isinstance(rdv, GateClient) else None)
         wait_s = 0.0
         n_cmds = 0
 
@@ -190,6 +192,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                     ev.command(row, "not_applied")
                 continue
             n_cmds += len(share)
+            sender.round = r
             t_round = time.perf_counter()
             t_exec = time.time()
             calls = planned_calls if planned_calls is not None else sender.calls(share)
@@ -236,11 +239,12 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                     ev.add(
                         "round", round_=r, outcome="parallel", n=None, seconds=time.perf_counter() - t_round
                     )
+                ev.steps(s, sender.steps)
                 yield from ev.drain()
                 continue
             # -- reset to one stream --------------------------------------------------
             with contextlib.suppress(Exception):  # a lost connection cannot roll back; the server did
-                sender.conn.rollback()
+                sender.rollback()
             if failure is not None and failure.connection_lost:
                 sender.renew()  # a lost connection in a parallel round is a reset, not a failure
             mine = failure.lsn if failure is not None else None
@@ -276,6 +280,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                 )
             outcome = rdv.all_gather(json.dumps(result))
             fatal = bool(json.loads(outcome[0])["fatal"])
+            ev.steps(s, sender.steps)
             yield from ev.drain()
         rdv.close()
         with contextlib.suppress(Exception):  # already gone
@@ -294,6 +299,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                 }
             ),
         )
+        ev.steps(s, sender.steps)
         yield from ev.drain()
 
     return run
@@ -339,7 +345,7 @@ def _reapply(
         ev.committed(merged, skipped, "reapplied", t_exec, time.time())
         return {"fatal": False}
     with contextlib.suppress(Exception):  # a lost connection cannot roll back; the server did
-        sender.conn.rollback()
+        sender.rollback()
     for row in merged:
         if row["lsn"] == failure.lsn:
             ev.command(row, "failed", cls=failure.cls, code=failure.code, message=failure.message)

@@ -16,6 +16,7 @@ again by (stream, round) where the blame needs it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -24,7 +25,7 @@ import pyarrow as pa
 EVENT_SCHEMA = (
     "kind string, lsn long, xact_seqno long, stream int, round int, outcome string, "
     "class string, code string, message string, article string, key string, n long, seconds double, "
-    "t_exec double, t_commit double"
+    "t_exec double, t_commit double, constraint string, located string"
 )
 _ARROW = pa.schema(
     [
@@ -43,6 +44,10 @@ _ARROW = pa.schema(
         ("seconds", pa.float64()),
         ("t_exec", pa.float64()),
         ("t_commit", pa.float64()),
+        # conflicts: the constraint or index that fired, and how the command was found
+        # (applier.apply.sender.Failure.located)
+        ("constraint", pa.string()),
+        ("located", pa.string()),
     ]
 )
 RESET_LOG = "Number of subscription streams has been reset from {n} to 1"
@@ -75,6 +80,8 @@ class Events:
         seconds: float | None = None,
         t_exec: float | None = None,
         t_commit: float | None = None,
+        constraint: str | None = None,
+        located: str | None = None,
     ) -> None:
         for col, v in zip(
             self.cols,
@@ -94,6 +101,8 @@ class Events:
                 seconds,
                 t_exec,
                 t_commit,
+                constraint,
+                located,
             ),
             strict=True,
         ):
@@ -156,6 +165,31 @@ class Events:
         for row in rows:
             if row["lsn"] not in skipped_lsns:
                 self.command(row, outcome, t_exec=t_exec, t_commit=t_commit)
+
+    def steps(self, stream: int, steps: list[dict[str, Any]]) -> None:
+        """The schedule steps a stream ran (``Sender.steps``; emptied): a ``step`` event each,
+        outcome its kind (exec, commit, rollback), n its place in a controlled schedule, the
+        lsns of its commands (and the error's text) in ``message`` as JSON."""
+        for st in steps:
+            res = st["result"]
+            err = res if isinstance(res, dict) else {}
+            detail = {"lsns": st["lsns"], "anchor": st["anchor"]}
+            if err:
+                detail["error"] = err.get("message")
+            self.add(
+                "step",
+                lsn=st["lsns"][0] if st["lsns"] else None,
+                stream=stream,
+                round_=st["round"],
+                outcome=st["kind"],
+                cls=err.get("class"),
+                code=err.get("code"),
+                message=json.dumps(detail),
+                n=st["seq"],
+                t_exec=st["t0"],
+                t_commit=st["t1"],
+            )
+        steps.clear()
 
     def __len__(self) -> int:
         return len(self.cols[0])

@@ -24,8 +24,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from applier import failpoints
 from applier.apply.events import Events
+from applier.apply.gate import GateClient, meet
 from applier.apply.job import StreamJob
-from applier.apply.rendezvous import Address, Rendezvous
+from applier.apply.rendezvous import Address
 from applier.apply.sender import (
     Failure,
     LostCommit,
@@ -104,7 +105,8 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
         progress = _Progress(sender.conn, table, job.subscription)
         progress.refresh()
         done = progress.seen.get(s, -1)
-        rdv = Rendezvous(rendezvous, s)
+        rdv = meet(rendezvous, s)
+        sender.attach(rdv if isinstance(rdv, GateClient) else None)
 
         def skip(f: Failure) -> bool:
             return job.error_policy.skips(f.cls, f.code)
@@ -138,6 +140,7 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
                 for row in txn:
                     ev.command(row, "deferred")
                 continue
+            sender.round = txn[0]["round"]
             calls = sender.calls(txn)
             tail = [
                 Call(
@@ -166,7 +169,7 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
                     )
             else:
                 with contextlib.suppress(Exception):  # a lost connection cannot roll back
-                    sender.conn.rollback()
+                    sender.rollback()
                 if failure.connection_lost:  # a new connection; the transaction is deferred
                     sender.renew()
                     progress.conn = sender.conn
@@ -191,6 +194,7 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
                         )
                     ev.command(row, "deferred")
                 deferred.extend(txn)
+            ev.steps(s, sender.steps)
             yield from ev.drain()
         shares = rdv.all_gather(json.dumps(slim(deferred)))
         if s == 0:
@@ -214,6 +218,7 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
                 }
             ),
         )
+        ev.steps(s, sender.steps)
         yield from ev.drain()
 
     return run
@@ -223,7 +228,7 @@ def _commit(sender: Sender, progress: _Progress, stream: int, lsn: int) -> Failu
     """Commit one transaction; a connection lost at the commit may or may not have committed
     (the progress row says): None when it did, else the failure (the transaction is deferred)."""
     try:
-        sender.conn.commit()
+        sender.commit()
         return None
     except Exception as e:  # noqa: BLE001 - pyodbc's errors, classified below
         c = sender.dialect.classify(e)
@@ -287,7 +292,7 @@ def _apply_deferred(
             ev.committed(txn, skipped, "reapplied", t_exec, time.time())
             continue
         with contextlib.suppress(Exception):  # a lost connection cannot roll back; the server did
-            sender.conn.rollback()
+            sender.rollback()
         fatal = failure
         for row in txn:
             ev.command(

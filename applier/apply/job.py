@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from applier.apply.gate import ScheduleSpec
 from applier.articles import Article
 from applier.config import ErrorPolicy
 from applier.targets.connection import REAPPLY, RetryPolicy
@@ -26,3 +27,5 @@ class StreamJob:
     # A share committed whole is one "batch" event (verify.outcomes expands it by stream and
     # round); False where (stream, round) does not identify the share (several segments).
     batch_events: bool = True
+    # A controlled schedule (applier.apply.gate): the streams take turns; None: they run free.
+    schedule: ScheduleSpec | None = None

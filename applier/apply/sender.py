@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from applier.apply.bulk import BulkCall, bulk_calls
+from applier.apply.gate import GateClient
 from applier.dialects.base import Classified, ConflictClass, Dialect
 from applier.plan.calls import Call, Planner
 from applier.records.schema import SHARE_FIELDS
@@ -114,6 +117,68 @@ class Sender:
         self.round_trips = 0
         self.sql_seconds = 0.0
         self.reconnects = 0
+        # The schedule as this stream ran it: a step per chunk, commit and rollback (drained
+        # into "step" events by the task). In a controlled stage every step waits for its turn
+        # at the gate (applier.apply.gate) and a chunk holds one call.
+        self.gate: GateClient | None = None
+        self.round: int | None = None
+        self.anchor: int | None = None  # the lsn of the last command sent
+        self.steps: list[dict[str, Any]] = []
+
+    def attach(self, gate: GateClient | None) -> None:
+        """Take turns at ``gate`` (None: run free)."""
+        self.gate = gate
+        self._tell_session()
+
+    def _tell_session(self) -> None:
+        sql = self.dialect.backend_id_sql()
+        if self.gate is not None and sql is not None:
+            cur = self.conn.cursor()
+            pid = cur.execute(sql).fetchone()[0]
+            self.gate.pid(int(pid))
+
+    def _turn(self, kind: str, lsns: list[int]) -> tuple[int | None, float]:
+        seq = self.gate.turn(kind, lsns, self.anchor, self.round) if self.gate is not None else None
+        return seq, time.time()
+
+    def _done(self, seq: int | None, kind: str, lsns: list[int], result: Any, t0: float) -> str | None:
+        """Record the step; in a controlled stage end the turn (why it was cancelled, if it was)."""
+        cancelled = self.gate.done(result) if self.gate is not None else None
+        self.steps.append(
+            {
+                "seq": seq,
+                "kind": kind,
+                "round": self.round,
+                "lsns": lsns,
+                "anchor": self.anchor,
+                "result": result,
+                "t0": t0,
+                "t1": time.time(),
+            }
+        )
+        if lsns:
+            self.anchor = lsns[-1]
+        return cancelled
+
+    def commit(self) -> None:
+        """Commit the connection's work (a step of the schedule)."""
+        self._step("commit", self.conn.commit)
+
+    def rollback(self) -> None:
+        """Roll the connection's work back (a step of the schedule)."""
+        self._step("rollback", self.conn.rollback)
+
+    def _step(self, kind: str, action: Callable[[], Any]) -> None:
+        seq, t0 = self._turn(kind, [])
+        result: Any = "ok"
+        try:
+            action()
+        except Exception as e:
+            c = self.dialect.classify(e)
+            result = {"class": c.cls.value, "code": c.code, "message": short(c.message, 200)}
+            raise
+        finally:
+            self._done(seq, kind, [], result, t0)
 
     def renew(self) -> None:
         """Replace a lost connection with a new one (the server rolled back its open work)."""
@@ -123,6 +188,7 @@ class Sender:
             self.conn.close()
         self.conn = self.reconnect()
         self.reconnects += 1
+        self._tell_session()
 
     def calls(self, rows: Sequence[Row], bulk: bool | None = None) -> list[tuple[Row, Call]]:
         """The call of every row (rows whose operation is not replicated are left out);
@@ -149,12 +215,14 @@ class Sender:
 
     def send(self, calls: Sequence[tuple[Row, Call]], tail: Sequence[Call] = ()) -> Failure | None:
         """Execute the calls (then the tail statements) in chunks; the first failure or None."""
+        # A controlled stage takes turns call by call: one call per chunk.
         limit = self.dialect.MAX_PARAMS_PER_BATCH
+        one = self.gate is not None
         chunk: list[tuple[Row | None, Call]] = []
         nparams = 0
         items: list[tuple[Row | None, Call]] = [*calls, *((None, t) for t in tail)]
         for i, (row, call) in enumerate(items):
-            if chunk and nparams + len(call.params) > limit:
+            if chunk and (one or nparams + len(call.params) > limit):
                 fail = self._execute(chunk)
                 if fail:
                     return fail
@@ -166,8 +234,37 @@ class Sender:
         return None
 
     def _execute(self, chunk: Sequence[tuple[Row | None, Call]]) -> Failure | None:
-        import time
+        """Send one chunk as one step of the schedule (in a controlled stage: at its turn)."""
+        lsns = [
+            int(x["lsn"])
+            for r, call in chunk
+            for x in (call.rows if isinstance(call, BulkCall) else (r,))
+            if x is not None
+        ]
+        seq, t0 = self._turn("exec", lsns)
+        failure: Failure | None = None
+        try:
+            failure = self._execute_chunk(chunk)
+        finally:
+            result: Any = (
+                "ok"
+                if failure is None
+                else {"class": failure.cls, "code": failure.code, "message": failure.message[:200]}
+            )
+            cancelled = self._done(seq, "exec", lsns, result, t0)
+        if failure is not None and cancelled is not None:
+            # The scheduler cancelled the statement: it waited in a wait-for cycle (a deadlock
+            # the scheduler resolved) or for a stream parked at a barrier (a lock timeout).
+            cls, code = ("deadlock", "40P01") if cancelled == "deadlock" else ("lock_timeout", "55P03")
+            why = (
+                "deadlock: a wait-for cycle among the streams (controlled schedule: this statement was the victim)"
+                if cancelled == "deadlock"
+                else "lock timeout: waiting for a lock a stream at the barrier holds (controlled schedule)"
+            )
+            failure = dataclasses.replace(failure, cls=cls, code=code, message=why, transient=True)
+        return failure
 
+    def _execute_chunk(self, chunk: Sequence[tuple[Row | None, Call]]) -> Failure | None:
         import pyodbc
 
         sql = ";\n".join(c.sql for _, c in chunk)
@@ -233,7 +330,7 @@ def send_with_policy(
     failure = sender.send(calls, tail)
     if failure is None or not skip(failure) or failure.connection_lost:
         return [], failure
-    sender.conn.rollback()
+    sender.rollback()
     skipped, failure = sender.savepoint_each(sender.per_row(calls), skip)
     if failure is None:
         failure = sender.send([], tail)
@@ -263,7 +360,7 @@ def apply_serially(
             if f.connection_lost:
                 sender.renew()  # a new connection: the lost one's work was rolled back by the server
             else:
-                sender.conn.rollback()
+                sender.rollback()
             raise _Transient(f.message)
         return skipped, f
 
@@ -292,7 +389,7 @@ def commit_surely(
     the commit is tried again, up to ``attempts`` times."""
     for _ in range(max(1, attempts)):
         try:
-            sender.conn.commit()
+            sender.commit()
             return
         except Exception as e:  # noqa: BLE001 - pyodbc's errors, classified below
             if not sender.dialect.classify(e).connection_lost:

@@ -8,6 +8,7 @@ the blame.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from collections.abc import Callable, Iterator
 
@@ -15,9 +16,10 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from applier.apply.events import EVENT_SCHEMA
+from applier.apply.gate import GateServer
 from applier.apply.job import StreamJob
 from applier.apply.rendezvous import Address, Coordinator
-from applier.errors import ConfigError
+from applier.errors import ConfigError, TargetError
 
 Task = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 MakeTask = Callable[[StreamJob, Address], Task]
@@ -42,7 +44,10 @@ def run_streams(
     check_slots(spark, job.streams)
     local = str(spark.sparkContext.master).startswith("local")
     host = "127.0.0.1" if local else str(spark.conf.get("spark.driver.host") or socket.gethostname())
-    coordinator = Coordinator(job.streams, host=host, bind="127.0.0.1" if local else "")
+    bind = "127.0.0.1" if local else ""
+    if job.schedule is not None:
+        return _controlled(spark, laid_out, job, make_task, out_path, host, bind)
+    coordinator = Coordinator(job.streams, host=host, bind=bind)
     coordinator.start()
     try:
         task = make_task(job, coordinator.address)
@@ -50,4 +55,37 @@ def run_streams(
         events.write.mode("overwrite").parquet(out_path)
     finally:
         coordinator.stop()
+    return spark.read.parquet(out_path)
+
+
+def _controlled(
+    spark: SparkSession,
+    laid_out: DataFrame,
+    job: StreamJob,
+    make_task: MakeTask,
+    out_path: str,
+    host: str,
+    bind: str,
+) -> DataFrame:
+    """The same stage with the streams taking turns at a :class:`GateServer` (a controlled
+    schedule); the server watches the target's locks through a connection of its own."""
+    assert job.schedule is not None
+    monitor = job.endpoint.connect(job.lock_timeout_ms)
+    monitor.autocommit = True
+    try:
+        gate = GateServer(
+            job.streams, monitor, job.endpoint.dialect, job.schedule, laid_out.count(), host=host, bind=bind
+        )
+        gate.start()
+        try:
+            task = make_task(job, gate.address)
+            events = laid_out.mapInArrow(task, EVENT_SCHEMA, barrier=True)
+            events.write.mode("overwrite").parquet(out_path)
+        finally:
+            gate.stop()
+        if gate.error is not None:
+            raise TargetError(f"the controlled schedule failed: {gate.error}") from gate.error
+    finally:
+        with contextlib.suppress(Exception):
+            monitor.close()
     return spark.read.parquet(out_path)

@@ -26,7 +26,16 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from applier.articles import Delivery, parse_type
-from applier.config.model import HAZARD_WORKLOADS, MODELS, PARTITIONS, WORKLOADS, RunSettings, Workload
+from applier.config.model import (
+    HAZARD_WORKLOADS,
+    MODELS,
+    PARTITIONS,
+    SCHEDULE_STRATEGIES,
+    SCHEDULES,
+    WORKLOADS,
+    RunSettings,
+    Workload,
+)
 from applier.config.policy import POLICY_FORMS, ErrorPolicy
 from applier.errors import ConfigError
 
@@ -35,6 +44,8 @@ _RUN, _WORKLOAD = RunSettings(), Workload()  # the defaults are the domain model
 _CHOICES: dict[str, tuple[Sequence[str], str]] = {
     "partition": (PARTITIONS, "partition strategy"),
     "model": (MODELS, "apply model"),
+    "schedule": (SCHEDULES, "schedule"),
+    "schedule_strategy": (SCHEDULE_STRATEGIES, "schedule strategy"),
     "kind": (WORKLOADS, "workload"),
 }
 
@@ -60,7 +71,7 @@ def _enum(names: Sequence[str]) -> dict[str, Any]:
 
 
 _INT32, _INT64 = (-(2**31), 2**31 - 1), (-(2**63), 2**63 - 1)
-_WIDE = ("seed",)  # a Spark long; every other integer key is a 32-bit int where it goes
+_WIDE = ("seed", "schedule_seed")  # a Spark long; every other integer key is a 32-bit int where it goes
 
 
 class _Table(BaseModel):
@@ -78,7 +89,7 @@ class _Table(BaseModel):
                 raise ValueError(f"{info.field_name} must be {bound} (a {bits}-bit integer), got {v}")
         return v
 
-    @field_validator("partition", "model", "kind", check_fields=False)
+    @field_validator("partition", "model", "kind", "schedule", "schedule_strategy", check_fields=False)
     @classmethod
     def _choice(cls, v: str, info: ValidationInfo) -> str:
         names, noun = _CHOICES[str(info.field_name)]
@@ -117,6 +128,21 @@ class RunSection(_Table):
         default=_RUN.retry_attempts, ge=1, description="tries of a deadlocked re-apply"
     )
     set_apply: bool = Field(default=_RUN.set_apply, description="one statement per run of one operation")
+    schedule: str = Field(
+        default=_RUN.schedule,
+        description="free (connections race) or controlled (streams take turns under a seeded scheduler)",
+        json_schema_extra=_enum(SCHEDULES),
+    )
+    schedule_seed: int = Field(default=_RUN.schedule_seed, description="seed of a controlled schedule")
+    schedule_strategy: str = Field(
+        default=_RUN.schedule_strategy,
+        description="who goes next in a controlled schedule: pct, random, or recorded (schedule_file)",
+        json_schema_extra=_enum(SCHEDULE_STRATEGIES),
+    )
+    pct_depth: int = Field(default=_RUN.pct_depth, ge=1, le=1000, description="PCT bug depth d")
+    schedule_file: str | None = Field(
+        default=_RUN.schedule_file, description="a recorded schedule.jsonl to follow (strategy recorded)"
+    )
 
     @field_validator("error_policy")
     @classmethod

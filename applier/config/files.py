@@ -153,6 +153,19 @@ def _combinations(
             f"partition 'writeset' needs model 'independent', not {run.model!r} (the agent commits per "
             "round, so a writeset dependency inside a round could never be seen committed)",
         )
+    if run is not None and run.schedule == "controlled" and run.partition == "writeset":
+        problems.add(
+            ("run",),
+            "schedule 'controlled' cannot take partition 'writeset' (a stream waiting for another's "
+            "commit outside its turn would stall the scheduler); use key-hash, round-robin or single",
+        )
+    if run is not None and (run.schedule_strategy == "recorded") != (run.schedule_file is not None):
+        problems.add(
+            ("run",),
+            "schedule_strategy 'recorded' and schedule_file go together (the strategy follows the file)",
+        )
+    if run is not None and run.schedule_file is not None and run.schedule != "controlled":
+        problems.add(("run",), "schedule_file needs schedule 'controlled' (a free run follows no schedule)")
     if workload is None:
         return
     hazard = workload.kind in HAZARD_WORKLOADS

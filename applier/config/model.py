@@ -28,6 +28,8 @@ HAZARD_WORKLOADS = (
 WORKLOADS = ("uniform", "key-chains", "updates", *HAZARD_WORKLOADS)
 PARTITIONS = ("key-hash", "single", "round-robin", "writeset")
 MODELS = ("agent", "independent")
+SCHEDULES = ("free", "controlled")
+SCHEDULE_STRATEGIES = ("pct", "random", "recorded")
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,13 @@ class RunSettings:
     # Set-based apply: runs of one operation on one article in one statement per parallel
     # round (generated procedures only; re-applies after a reset stay row by row).
     set_apply: bool = False
+    # How the streams interleave: "free" (as the connections race) or "controlled" (they take
+    # turns call by call under a seeded scheduler: one seed, one interleaving; applier.apply.gate).
+    schedule: str = "free"
+    schedule_seed: int = 0
+    schedule_strategy: str = "pct"  # pct | random | recorded (follow schedule_file)
+    pct_depth: int = 3  # PCT's bug depth d: d - 1 priority change points
+    schedule_file: str | None = None  # a recorded schedule.jsonl (strategy recorded)
 
 
 @dataclass(frozen=True)

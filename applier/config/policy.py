@@ -12,15 +12,16 @@ from functools import cache
 
 from applier.errors import ConfigError
 
-# SQL Server native error numbers -> conflict class, so that skip:2601:2627:20598 means the
-# same on every dialect (PostgreSQL reports 23505 / RP598 for them).
-NATIVE_CLASS: dict[str, str] = {
-    "20598": "row_not_found",
-    "2601": "duplicate_key",
-    "2627": "duplicate_key",
-    "547": "foreign_key",
-    "1222": "lock_timeout",
-    "1205": "deadlock",
+# SQL Server native error numbers -> the conflict classes they raise, so that
+# skip:2601:2627:20598 means the same on every dialect (PostgreSQL reports 23505 / RP598 for
+# them). 2601 is a unique index's duplicate; 2627 a PRIMARY KEY's or a UNIQUE constraint's.
+NATIVE_CLASS: dict[str, tuple[str, ...]] = {
+    "20598": ("row_not_found",),
+    "2601": ("unique_index",),
+    "2627": ("duplicate_key", "unique_index"),
+    "547": ("foreign_key",),
+    "1222": ("lock_timeout",),
+    "1205": ("deadlock",),
 }
 
 DATA_CONSISTENCY_CODES = ("2601", "2627", "20598")  # -SkipErrors of the agent profile of that name
@@ -72,4 +73,4 @@ class ErrorPolicy:
         """Whether an error (conflict class, SQLSTATE or native number) is skipped."""
         if self.kind != "skip":
             return False
-        return code in self.codes or any(NATIVE_CLASS.get(c) == cls for c in self.codes)
+        return code in self.codes or any(cls in NATIVE_CLASS.get(c, ()) for c in self.codes)

@@ -10,11 +10,12 @@ Anything a dialect cannot express goes through :meth:`Dialect.unsupported`.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import hashlib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -39,7 +40,8 @@ class ConflictClass(str, enum.Enum):
     """Classes of apply errors, as the report counts them."""
 
     ROW_NOT_FOUND = "row_not_found"  # 20598
-    DUPLICATE_KEY = "duplicate_key"  # 2601 / 2627 / 23505
+    DUPLICATE_KEY = "duplicate_key"  # the table's primary key: 2627 / 23505
+    UNIQUE_INDEX = "unique_index"  # any other unique index or constraint: 2601 (2627) / 23505
     LOCK_TIMEOUT = "lock_timeout"  # 1222 / 55P03
     DEADLOCK = "deadlock"  # 1205 / 40P01
     FOREIGN_KEY = "foreign_key"  # 547 / 23503
@@ -55,6 +57,16 @@ class Classified:
     transient: bool  # retry the same work on the same connection (tenacity)
     connection_lost: bool = False
     message: str = ""
+    # The constraint or index that fired, as the server names it (duplicates, foreign keys).
+    constraint: str | None = None
+
+    def keyed(self, primary_keys: Collection[str]) -> Classified:
+        """A duplicate told apart by the constraint that fired: one of ``primary_keys`` (the
+        names :meth:`Dialect.primary_key_name` gave the tables' primary keys) is duplicate_key,
+        any other unique index or constraint unique_index."""
+        if self.cls is ConflictClass.DUPLICATE_KEY and self.constraint and self.constraint not in primary_keys:
+            return dataclasses.replace(self, cls=ConflictClass.UNIQUE_INDEX)
+        return self
 
 
 @dataclass(frozen=True)
@@ -131,6 +143,14 @@ class Dialect(SchemaStatements):
     ZERO_ROW_TEST: ClassVar[re.Pattern[str]] = re.compile(r"(?!)")
     RAISE_TEST: ClassVar[re.Pattern[str]] = re.compile(r"(?!)")
     ZERO_ROW_ADVICE: ClassVar[str] = ""
+    # Whether a transaction goes on after an error once rolled back to a savepoint taken before
+    # it (PostgreSQL). Where it does not (SQL Server under XACT_ABORT ON rolls the whole
+    # transaction back), the failing command of a chunk is found by applying again.
+    SAVEPOINT_SURVIVES_ERROR: ClassVar[bool] = False
+    # The name of a table's primary key constraint ({table}: the table's name) and the longest
+    # identifier the server keeps, in bytes of UTF-8.
+    PRIMARY_KEY_NAME: ClassVar[str] = "PK_{table}"
+    MAX_IDENTIFIER_BYTES: ClassVar[int] = 128
 
     # -- identifiers -----------------------------------------------------------------
     def quote(self, ident: str) -> str:
@@ -345,7 +365,22 @@ class Dialect(SchemaStatements):
         return []
 
     def create_table_sql(self, article: Article) -> str:
-        return self.render("create_table.sql.j2", **self.template_context(article, "I"))
+        return self.render(
+            "create_table.sql.j2",
+            **self.template_context(article, "I"),
+            pk=self.quote(self.primary_key_name(article)),
+        )
+
+    def primary_key_name(self, article: Article) -> str:
+        """The name the subscriber's table gives its primary key (create_table.sql.j2): a
+        duplicate key error naming it is a primary-key duplicate, naming anything else a
+        unique index's. A name too long for the server is cut, a hash of the full name kept."""
+        name = self.PRIMARY_KEY_NAME.format(table=article.table)
+        if len(name.encode("utf-8")) <= self.MAX_IDENTIFIER_BYTES:
+            return name
+        digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:10]
+        cut = name.encode("utf-8")[: self.MAX_IDENTIFIER_BYTES - 11].decode("utf-8", "ignore")
+        return f"{cut}_{digest}"
 
     # -- calls -----------------------------------------------------------------------
     def call_sql(self, article: Article, op: str) -> str:
@@ -393,9 +428,32 @@ class Dialect(SchemaStatements):
     def rollback_to_savepoint_sql(self, name: str) -> str:
         return f"ROLLBACK TO SAVEPOINT {self.quote(name)}"
 
+    def release_savepoint_sql(self, name: str) -> str | None:
+        """Forget a savepoint, its work kept (None: the dialect has no such statement)."""
+        return f"RELEASE SAVEPOINT {self.quote(name)}"
+
+    def local_lock_timeout_sql(self, ms: int) -> str | None:
+        """A statement bounding every lock wait to ``ms`` until the transaction ends, or None
+        when the dialect's lock timeout outlives the transaction (it is left as it is)."""
+        return None
+
     def odbc_connection_string(self, base: str) -> str:
         """The user's connection string plus the options applier relies on."""
         if not self.ODBC_OPTIONS:
             return base
         sep = "" if base.rstrip().endswith(";") else ";"
         return f"{base}{sep}{self.ODBC_OPTIONS}"
+
+    # -- controlled schedules (applier.apply.gate) -------------------------------------
+    def backend_id_sql(self) -> str | None:
+        """One row, one column: the session's id on the server (None: not known)."""
+        return None
+
+    def lock_waits_sql(self, sessions: int) -> str | None:
+        """Parameters: ``sessions`` session ids. Rows (session, sessions blocking it as text)
+        of the sessions among them that wait for a lock (None: the server cannot say)."""
+        return None
+
+    def cancel_sql(self) -> str | None:
+        """Parameter: a session id. Cancels the statement it runs (None: not possible)."""
+        return None

@@ -34,6 +34,21 @@ _BY_SQLSTATE: dict[str, tuple[ConflictClass, bool]] = {
     "40P01": (ConflictClass.DEADLOCK, True),
     "40001": (ConflictClass.DEADLOCK, True),  # serialization failure: retry as the agent would
 }
+# The constraint a message names, by its place among the quoted names: 23505 `duplicate key
+# value violates unique constraint "c"`; 23503 `insert or update on table "t" violates foreign
+# key constraint "c"` (or `update or delete on table "t" ... "c" on table "u"`).
+_NAMED_AT = {"23505": 0, "23503": 1}
+_QUOTED = re.compile(r'"([^"]*)"')
+
+
+def _constraint(state: str, message: str) -> str | None:
+    at = _NAMED_AT.get(state)
+    if at is None:
+        return None
+    names = _QUOTED.findall(message)
+    return names[at] if len(names) > at else None
+
+
 # Connection-level SQLSTATEs (ODBC's 08xxx, PostgreSQL's 57P01 admin shutdown...).
 _LOST = ("08", "57P01", "57P02", "57P03")
 
@@ -52,6 +67,9 @@ class PostgresDialect(Dialect):
     ZERO_ROW_ADVICE: ClassVar[str] = "IF NOT FOUND"
     MAX_PARAMS_PER_BATCH: ClassVar[int] = 20000
     SET_APPLY: ClassVar[bool] = True
+    SAVEPOINT_SURVIVES_ERROR: ClassVar[bool] = True
+    PRIMARY_KEY_NAME: ClassVar[str] = "{table}_pkey"  # the name PostgreSQL itself would choose
+    MAX_IDENTIFIER_BYTES: ClassVar[int] = 63  # NAMEDATALEN - 1
     ODBC_OPTIONS: ClassVar[str] = "Protocol=7.4-1;UseServerSidePrepare=0;BoolsAsChar=0;"
     TYPE_MAP: ClassVar[dict[str, str]] = {
         "bit": "boolean",
@@ -142,12 +160,15 @@ class PostgresDialect(Dialect):
         message = str(args[1]) if len(args) > 1 else str(exc)
         if state in _BY_SQLSTATE:
             cls, transient = _BY_SQLSTATE[state]
-            return Classified(cls, state, transient, message=message)
+            return Classified(cls, state, transient, message=message, constraint=_constraint(state, message))
         lost = state.startswith(_LOST)
         return Classified(ConflictClass.OTHER, state or "?", lost, connection_lost=lost, message=message)
 
     def session_setup(self, lock_timeout_ms: int) -> list[str]:
         return [f"SET lock_timeout = {int(lock_timeout_ms)}"]
+
+    def local_lock_timeout_sql(self, ms: int) -> str | None:
+        return f"SET LOCAL lock_timeout = {int(ms)}"  # undone by the transaction's end
 
     def procedure_exists_sql(self) -> str:
         return (
@@ -163,3 +184,18 @@ class PostgresDialect(Dialect):
 
     def create_schema_sql(self, schema: str) -> str:
         return f"CREATE SCHEMA IF NOT EXISTS {self.quote(schema)}"
+
+    def backend_id_sql(self) -> str | None:
+        return "SELECT pg_backend_pid()"
+
+    def lock_waits_sql(self, sessions: int) -> str | None:
+        # A waiter is granted the lock by the backend that releases it, inside that release:
+        # once a commit returns, pg_locks no longer shows its waiters as waiting.
+        marks = ", ".join("?" for _ in range(sessions))
+        return (
+            "SELECT DISTINCT l.pid, pg_blocking_pids(l.pid)::text FROM pg_catalog.pg_locks l "
+            f"WHERE NOT l.granted AND l.pid IN ({marks})"
+        )
+
+    def cancel_sql(self) -> str | None:
+        return "SELECT pg_cancel_backend(?)"

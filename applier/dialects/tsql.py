@@ -50,7 +50,7 @@ KEY_TEXT_WIDTH = 2048  # @primarykey_text; SQL Server writes nvarchar(100), THRO
 _BY_NATIVE: dict[int, tuple[ConflictClass, bool]] = {
     ROW_NOT_FOUND: (ConflictClass.ROW_NOT_FOUND, False),
     ROW_NOT_FOUND_THROWN: (ConflictClass.ROW_NOT_FOUND, False),
-    2601: (ConflictClass.DUPLICATE_KEY, False),  # duplicate key row in a unique index
+    2601: (ConflictClass.UNIQUE_INDEX, False),  # duplicate key row in a unique index
     2627: (ConflictClass.DUPLICATE_KEY, False),  # PRIMARY KEY / UNIQUE constraint
     547: (ConflictClass.FOREIGN_KEY, False),  # statement conflicted with a FOREIGN KEY (or CHECK)
     1222: (ConflictClass.LOCK_TIMEOUT, True),  # lock request time out period exceeded: retried
@@ -91,6 +91,25 @@ _RECORD_SEP_RE = re.compile(r";\s*(?=\[[0-9A-Z]{5}\])")
 _NATIVE_TAIL_RE = re.compile(r"\((-?\d+)\)\s*(?:\(SQL[A-Za-z]+\))?\s*$")
 
 
+# The constraint or index a message names, by its place among the quoted names (the first
+# diagnostic record only): 2627 "Violation of PRIMARY KEY constraint 'c'. Cannot insert
+# duplicate key in object 't'"; 2601 "Cannot insert duplicate key row in object 't' with unique
+# index 'i'"; 547 'The INSERT statement conflicted with the FOREIGN KEY constraint "c"'.
+_NAMED_AT: dict[int, tuple[re.Pattern[str], int]] = {
+    2627: (re.compile(r"'([^']*)'"), 0),
+    2601: (re.compile(r"'([^']*)'"), 1),
+    547: (re.compile(r'"([^"]*)"'), 0),
+}
+
+
+def _constraint(native: int | None, message: str) -> str | None:
+    if native not in _NAMED_AT:
+        return None
+    quoted, at = _NAMED_AT[native]
+    names = quoted.findall(_RECORD_SEP_RE.split(message, maxsplit=1)[0])
+    return names[at] if len(names) > at else None
+
+
 def native_code(message: str) -> int | None:
     """SQL Server's native error number as pyodbc prints it, or None (none, or 0)."""
     first = _RECORD_SEP_RE.split(message, maxsplit=1)[0]
@@ -115,6 +134,9 @@ class TsqlDialect(Dialect):
     ZERO_ROW_ADVICE: ClassVar[str] = "@@ROWCOUNT = 0"
     # SQL Server takes at most 2100 parameters per request; leave room for the statement's own.
     MAX_PARAMS_PER_BATCH: ClassVar[int] = 2000
+    # SQL Server's own convention for a primary key's name; sysname is 128 characters.
+    PRIMARY_KEY_NAME: ClassVar[str] = "PK_{table}"
+    MAX_IDENTIFIER_BYTES: ClassVar[int] = 128
     # SQL Server's own names: a subscriber column has the publisher's type. timestamp and
     # rowversion values cannot be written, so a subscriber holds them as binary(8), as
     # SQL Server's snapshot scripts do unless the article asks to replicate timestamps.
@@ -257,7 +279,7 @@ class TsqlDialect(Dialect):
         if native in _BY_NATIVE and not lost:
             cls, transient = _BY_NATIVE[native]
             code = str(ROW_NOT_FOUND) if cls is ConflictClass.ROW_NOT_FOUND else str(native)
-            return Classified(cls, code, transient, message=message)
+            return Classified(cls, code, transient, message=message, constraint=_constraint(native, message))
         code = str(native) if native is not None else (state or "?")
         return Classified(ConflictClass.OTHER, code, lost, connection_lost=lost, message=message)
 
@@ -275,6 +297,9 @@ class TsqlDialect(Dialect):
             # not hidden behind row-count results. @@ROWCOUNT is still maintained.
             "SET NOCOUNT ON",
         ]
+
+    def release_savepoint_sql(self, name: str) -> str | None:
+        return None  # T-SQL has no RELEASE: a savepoint lives until the transaction ends
 
     def savepoint_sql(self, name: str) -> str:
         # Note: under XACT_ABORT ON an error dooms the whole transaction, so rolling back to a
@@ -297,3 +322,13 @@ class TsqlDialect(Dialect):
     def drop_table_sql(self, article: Article) -> list[str]:
         table = self.table(article)
         return [f"IF OBJECT_ID({self.literal(table)}, N'U') IS NOT NULL DROP TABLE {table}"]
+
+    def backend_id_sql(self) -> str | None:
+        return "SELECT @@SPID"
+
+    def lock_waits_sql(self, sessions: int) -> str | None:
+        marks = ", ".join("?" for _ in range(sessions))
+        return (
+            "SELECT r.session_id, CAST(r.blocking_session_id AS varchar(12)) FROM sys.dm_exec_requests r "
+            f"WHERE r.blocking_session_id <> 0 AND r.session_id IN ({marks})"
+        )

@@ -96,5 +96,6 @@ def run_identity(
             "model": rs.model,
             "error_policy": str(rs.error_policy),
             "set_apply": rs.set_apply,
+            "schedule": rs.schedule,
         }
     )

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from applier import failpoints, leftovers
 from applier.apply.events import EVENT_SCHEMA
+from applier.apply.gate import ScheduleSpec, order_of
 from applier.apply.install import add_constraints, install, load_snapshot
 from applier.apply.job import StreamJob
 from applier.apply.summary import summarize
@@ -28,6 +29,7 @@ from applier.config import Config, Subscription
 from applier.distribute.routing import filter_rows, route, sub_articles
 from applier.errors import ApplierError, ConfigError, InputError, stop_of
 from applier.pipeline.identity import RunIdentity, run_identity
+from applier.pipeline.schedule import conflict_rows, read_schedule, schedule_rows
 from applier.pipeline.segments import Applied, Plan, Settings, apply_segments, plan_barriers
 from applier.records.events import Schemas
 from applier.records.schema import EVENT_OPS
@@ -271,6 +273,8 @@ def _subscription(
         tuple(plan.statements),
         tuple(applied.schema_changes),
         tuple(plan.procedures),
+        tuple(schedule_rows(ev)),
+        tuple(conflict_rows(ev)),
     )
 
 
@@ -371,6 +375,10 @@ def stream_job(
     Rounds and articles are set per segment; ``segmented``: (stream, round) does not name a
     share across segments, so shares are not summarized as batch events."""
     rs = config.run
+    schedule = None
+    if rs.schedule == "controlled":
+        order = order_of(read_schedule(rs.schedule_file)) if rs.schedule_file else ()
+        schedule = ScheduleSpec(rs.schedule_seed, rs.schedule_strategy, rs.pct_depth, order)
     return StreamJob(
         endpoint,
         articles,
@@ -382,6 +390,7 @@ def stream_job(
         retry=dataclasses.replace(REAPPLY, attempts=rs.retry_attempts),
         set_apply=set_apply,
         batch_events=not segmented,
+        schedule=schedule,
     )
 
 
