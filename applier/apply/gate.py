@@ -59,7 +59,7 @@ def step_key(kind: str, lsns: Sequence[int], anchor: int | None) -> list[tuple[s
     the last command its stream had executed before it."""
     if kind == "exec" and lsns:
         return [("exec", int(x)) for x in lsns]
-    return [(kind, anchor)]
+    return [("tail" if kind == "exec" else kind, anchor)]
 
 
 def order_of(steps: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, int | None], ...]:
