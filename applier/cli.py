@@ -334,11 +334,14 @@ def _register_extra(sub: Any) -> list[str]:
     from applier.bench import command as bench
     from applier.lint import command as lint
     from applier.matrix import command as matrix
+    from applier.repro import command as repro
 
-    return [m.register(sub) for m in (lint, matrix, bench)]
+    names = [m.register(sub) for m in (lint, matrix, bench)]
+    return names + repro.register(sub, _add_settings, _add_run, _config)
 
 
-COMMANDS = ("run", "generate", "procs", "schema", "clean", "lint", "matrix", "bench")
+_REPRO = ("explore", "shrink", "export", "replay")  # applier.repro
+COMMANDS = ("run", "generate", "procs", "schema", "clean", "lint", "matrix", "bench", *_REPRO)
 
 
 def main(argv: list[str] | None = None) -> int:

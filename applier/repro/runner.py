@@ -1,0 +1,178 @@
+"""One apply of a case through the public API, reduced to what replay and shrink compare.
+
+An :class:`Attempt` is the run's outcome (``outcome.json``'s verdict, conflicts and
+divergent keys) or, when the run raised, verdict ``error`` with the error's type and first
+line: an unexpected error is a finding too. A signal (Ctrl-C, SIGTERM) is never an outcome:
+it stops the caller.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from applier.config import Config
+from applier.errors import stop_of
+from applier.repro.case import Case
+
+ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What one run gave: ``outcome`` as outcome.json holds it (verdict ``error`` when it raised)."""
+
+    outcome: Mapping[str, Any]
+    seconds: float
+    result: Any = None  # the RunResult, None when the run raised
+
+    @property
+    def verdict(self) -> str:
+        return str(self.outcome["verdict"])
+
+    @property
+    def failed(self) -> bool:
+        """Not converged: diverged, unknown, or an unexpected error."""
+        return self.verdict != "converged"
+
+
+def error_outcome(e: BaseException) -> dict[str, Any]:
+    first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
+    return {"verdict": ERROR, "error": f"{type(e).__name__}: {first[:300]}", "conflicts": [], "divergent": []}
+
+
+def with_schedule(config: Config, **run: Any) -> Config:
+    """``config`` with these [run] settings (schedule, schedule_seed, ...), checked."""
+    from applier.config import check_config
+
+    return check_config(config.replace(run=dataclasses.replace(config.run, **run)))
+
+
+def follow(config: Config, schedule: str | Path) -> Config:
+    """``config`` following a recorded schedule (controlled, strategy recorded)."""
+    return with_schedule(
+        config,
+        schedule="controlled",
+        schedule_strategy="recorded",
+        schedule_file=str(Path(schedule).resolve()),
+    )
+
+
+def serial(config: Config) -> Config:
+    """``config`` applied on one stream in commit order: what an ordering bug never breaks."""
+    return with_schedule(
+        config,
+        streams=1,
+        partition="single",
+        schedule="free",
+        schedule_strategy="pct",
+        schedule_file=None,
+    )
+
+
+def attempt(
+    config: Config,
+    target: Any,
+    *,
+    changes: str | Path | None = None,
+    snapshot: str | Path | None = None,
+    custom_sql: Sequence[str | Path] = (),
+    out_dir: str | Path | None = None,
+    spark: Any = None,
+) -> Attempt:
+    """One run through :func:`applier.api.run`; its outcome, or the error it raised."""
+    import applier.api
+    from applier.pipeline.rundir import outcome
+
+    t = time.perf_counter()
+    try:
+        result = applier.api.run(
+            config,
+            target,
+            changes=changes,
+            snapshot=snapshot,
+            custom_sql=list(custom_sql),
+            out_dir=out_dir,
+            spark=spark,
+        )
+    except Exception as e:  # noqa: BLE001 - an unexpected error is an outcome here
+        if stop_of(e) is not None:
+            raise
+        return Attempt(error_outcome(e), time.perf_counter() - t)
+    return Attempt(outcome(result), time.perf_counter() - t, result)
+
+
+def attempt_case(
+    config: Config,
+    case: Case,
+    target: Any,
+    *,
+    work: str | Path | None = None,
+    out_dir: str | Path | None = None,
+    spark: Any = None,
+) -> Attempt:
+    """Apply ``case`` (written as change files in a folder of ``work``, removed after unless
+    ``out_dir`` is given: then they are kept in ``out_dir/case``)."""
+    if case.streams is not None and case.streams != config.run.streams:
+        config = with_schedule(config, streams=case.streams)
+    keep = out_dir is not None
+    folder = (
+        Path(out_dir) / "case" if out_dir is not None else Path(tempfile.mkdtemp(prefix="case-", dir=work))
+    )
+    try:
+        changes, snapshot = case.write(folder)
+        return attempt(
+            config,
+            target,
+            changes=changes,
+            snapshot=snapshot,
+            custom_sql=case.custom_sql,
+            out_dir=out_dir,
+            spark=spark,
+        )
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def same_failure(original: Mapping[str, Any], got: Mapping[str, Any]) -> bool:
+    """Whether ``got`` shows the failure ``original`` showed: the same verdict; an error of
+    the same type."""
+    if original["verdict"] != got["verdict"]:
+        return False
+    if original["verdict"] == ERROR:
+        return str(original.get("error", "")).split(":")[0] == str(got.get("error", "")).split(":")[0]
+    return True
+
+
+def differences(recorded: Mapping[str, Any], got: Mapping[str, Any]) -> list[str]:
+    """What a replay got otherwise than the run it replays: verdict, conflicts, divergent keys."""
+    out = []
+    if recorded.get("verdict") != got.get("verdict"):
+        out.append(f"verdict {recorded.get('verdict')} then, {got.get('verdict')} now")
+    for name in ("conflicts", "divergent"):
+        then = {_frozen(x) for x in recorded.get(name) or ()}
+        now = {_frozen(x) for x in got.get(name) or ()}
+        if then != now:
+            gone, new = sorted(then - now, key=repr), sorted(now - then, key=repr)
+            parts = []
+            if gone:
+                parts.append(f"{len(gone)} gone (first {list(gone[0])})")
+            if new:
+                parts.append(f"{len(new)} new (first {list(new[0])})")
+            out.append(f"{name}: {len(then)} then, {len(now)} now: " + ", ".join(parts))
+    if recorded.get("error") != got.get("error") and (recorded.get("error") or got.get("error")):
+        out.append(f"error {recorded.get('error')!r} then, {got.get('error')!r} now")
+    return out
+
+
+def _frozen(x: Any) -> Any:
+    if isinstance(x, list | tuple):
+        return tuple(_frozen(v) for v in x)
+    return x

@@ -1,0 +1,322 @@
+"""``applier shrink RUN_DIR``: the smallest case that still fails the way the run failed.
+
+The failing run is applied again and again, cut smaller each time, always under its recorded
+schedule (``schedule_strategy = "recorded"``: the scheduler follows the recorded order of
+the commands that are left, matched by lsn). A cut is kept when the run still fails the same
+way (the same verdict; an error of the same type) and, unless ``serial_check`` is off, the
+same cut applied on one stream in commit order converges: the failure is the interleaving's,
+not the cut's (a cut that removes the row a command needs would fail serially too).
+
+Phases, each a delta-debugging pass (:func:`applier.repro.ddmin.ddmin`) over what is left:
+transactions, then the commands of those transactions, then snapshot rows, then streams (the
+fewest N that still fail). Before each ddmin pass, the run's own blame suggests a slice (the
+transactions of the commands that touched the first divergent key or raised the first
+conflict, then windows of the transactions before them; the commands on the divergent keys;
+the snapshot rows those commands touch): when the slice fails, ddmin starts from it, which
+spares most of the runs a 1,000-transaction stream would otherwise cost.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from applier.config import Config
+from applier.errors import ApplierError
+from applier.repro.case import Case, describe, load_case, read_run_dir
+from applier.repro.ddmin import Tests, ddmin
+from applier.repro.runner import Attempt, attempt_case, follow, same_failure, serial
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class Phase:
+    name: str
+    before: int
+    after: int
+    runs: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class Shrunk:
+    """The minimal case, how it was found, and its run folder."""
+
+    case: Case
+    config: Config
+    original: dict[str, int]
+    phases: list[Phase] = field(default_factory=list)
+    runs: int = 0
+    seconds: float = 0.0
+    outcome: Mapping[str, Any] | None = None
+    run_dir: Path | None = None
+    reproduced: bool = False  # the final run (written to run_dir) failed the same way
+
+    @property
+    def minimal(self) -> dict[str, int]:
+        return {**self.case.sizes(), "streams": self.case.streams or self.config.run.streams}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "original": self.original,
+            "minimal": self.minimal,
+            "phases": [asdict(p) for p in self.phases],
+            "runs": self.runs,
+            "seconds": round(self.seconds, 2),
+            "outcome": self.outcome,
+            "reproduced": self.reproduced,
+        }
+
+
+class _Oracle:
+    """Whether a case fails as the original run did (each distinct case run once)."""
+
+    def __init__(
+        self,
+        config: Config,
+        schedule: Path | None,
+        original: Mapping[str, Any],
+        target: Any,
+        work: Path,
+        spark: Any,
+        serial_check: bool,
+        say: Say,
+    ) -> None:
+        self.config = follow(config, schedule) if schedule is not None else config
+        self.serial = serial(config) if serial_check else None
+        self.original = original
+        self.target, self.work, self.spark, self.say = target, work, spark, say
+        self.runs = 0
+        self.last: Attempt | None = None  # the last attempt that failed the same way
+        self.cache: dict[str, bool] = {}
+
+    def run(self, config: Config, case: Case) -> Attempt:
+        self.runs += 1
+        return attempt_case(config, case, self.target, work=self.work, spark=self.spark)
+
+    def __call__(self, case: Case) -> bool:
+        key = json.dumps([[r["lsn"] for r in case.changes], len(case.snapshot), _digest(case), case.streams])
+        if key in self.cache:
+            return self.cache[key]
+        if not case.changes:
+            self.cache[key] = False
+            return False
+        a = self.run(self.config, case)
+        ok = same_failure(self.original, a.outcome)
+        why = a.verdict
+        if ok and self.serial is not None:
+            s = self.run(self.serial, replace(case, streams=None))
+            if s.failed:
+                ok, why = False, f"{a.verdict}, but serially {s.verdict} too"
+        sizes = case.sizes()
+        self.say(
+            f"  {sizes['transactions']} xacts, {sizes['commands']} commands, {sizes['snapshot_rows']} rows"
+            + (f", N={case.streams}" if case.streams else "")
+            + f": {why} -> {'fails' if ok else 'passes'} ({a.seconds:.1f} s)"
+        )
+        if ok:
+            self.last = a
+        self.cache[key] = ok
+        return ok
+
+
+def _digest(case: Case) -> int:
+    return hash(tuple(json.dumps(r, sort_keys=True) for r in case.snapshot))
+
+
+def _blamed_lsns(
+    outcome: Mapping[str, Any], report: Mapping[str, Any] | None, limit: int = 3
+) -> list[set[int]]:
+    """Sets of lsns to start a slice from: the commands of each of the first divergent rows
+    (with the command one hop back), and each of the first conflicts."""
+    seeds: list[set[int]] = []
+    for d in (report or {}).get("divergent") or ():
+        lsns = {int(c["lsn"]) for c in d.get("commands") or () if c.get("lsn") is not None}
+        if lsns and lsns not in seeds:
+            seeds.append(lsns)
+        if len(seeds) >= limit:
+            break
+    for c in (outcome.get("conflicts") or ())[:limit]:
+        if c and c[0] is not None and {int(c[0])} not in seeds:
+            seeds.append({int(c[0])})
+    return seeds
+
+
+def _touching(case: Case, config: Config, keys: Iterable[Sequence[Any]]) -> set[int]:
+    """The lsns of the commands whose before or after image has one of ``keys`` ([article, key])."""
+    wanted = {(str(a), json.dumps(list(k))) for a, k in keys}
+    key_cols = {a.name: a.key for a in config.articles}
+    out = set()
+    for r in case.changes:
+        cols = key_cols.get(r["article"], ())
+        for img in (r.get("before"), r.get("after")):
+            if img and (r["article"], json.dumps([img.get(c) for c in cols])) in wanted:
+                out.add(int(r["lsn"]))
+    return out
+
+
+def _rows_used(case: Case, config: Config) -> list[int]:
+    """Indexes of the snapshot rows whose key a remaining command's image has."""
+    key_cols = {a.name: a.key for a in config.articles}
+    used = set()
+    for r in case.changes:
+        cols = key_cols.get(r["article"], ())
+        for img in (r.get("before"), r.get("after")):
+            if img:
+                used.add((r["article"], json.dumps([img.get(c) for c in cols])))
+    return [
+        i
+        for i, s in enumerate(case.snapshot)
+        if (s["article"], json.dumps([s["image"].get(c) for c in key_cols.get(s["article"], ())])) in used
+    ]
+
+
+def shrink(
+    run_dir: str | Path,
+    target: Any,
+    *,
+    out: str | Path | None = None,
+    spark: Any = None,
+    serial_check: bool = True,
+    say: Say | None = None,
+) -> Shrunk:
+    """Shrink the failing run in ``run_dir``; the minimal case is written as a run folder in
+    ``out`` (default ``RUN_DIR-shrunk``) with ``shrink.json`` beside it."""
+    say = say or (lambda _: None)
+    folder = read_run_dir(run_dir)
+    original = folder.outcome
+    if original is None or original.get("verdict") == "converged":
+        raise ApplierError(
+            f"{folder.path}: the run {'converged' if original else 'wrote no outcome.json'}; nothing to shrink"
+        )
+    out = Path(out) if out is not None else folder.path.with_name(folder.path.name + "-shrunk")
+    if out.exists():
+        shutil.rmtree(out)
+    t0 = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix="applier-shrink-"))
+    try:
+        config, case = load_case(folder, work, spark)
+        recorded = None
+        if folder.schedule is not None:
+            (out / "case").mkdir(parents=True, exist_ok=True)
+            recorded = shutil.copyfile(folder.schedule, out / "case" / "recorded-schedule.jsonl")
+        fails = _Oracle(config, recorded, original, target, work, spark, serial_check, say)
+        shrunk = Shrunk(case, config, {**case.sizes(), "streams": config.run.streams})
+        state = {"case": case}
+
+        def phase(name: str, before: int, body: Callable[[], int]) -> None:
+            say(f"{name}: {before}")
+            p = Phase(name, before, before)
+            runs, t = fails.runs, time.perf_counter()
+            p.after = body()
+            p.runs, p.seconds = fails.runs - runs, round(time.perf_counter() - t, 2)
+            shrunk.phases.append(p)
+            say(f"{name}: {p.before} -> {p.after} ({p.runs} runs, {p.seconds:.0f} s)")
+
+        def transactions() -> int:
+            c: Case = state["case"]
+            xacts = c.transactions
+            by_lsn = {int(r["lsn"]): int(r["xact_seqno"]) for r in c.changes}
+            start = _slice_transactions(c, xacts, by_lsn, _blamed_lsns(original, folder.report), fails)
+            if start is None:
+                if not fails(c):
+                    raise ApplierError(
+                        f"{folder.path}: the failure ({original['verdict']}) does not come back under the "
+                        "recorded schedule; nothing to shrink (applier replay says what differs)"
+                    )
+                start = xacts
+            keep = ddmin(start, Tests(lambda xs: fails(c.keep_transactions(xs))))
+            state["case"] = c.keep_transactions(keep)
+            return len(keep)
+
+        def commands() -> int:
+            c: Case = state["case"]
+            lsns = [int(r["lsn"]) for r in c.changes]
+            keys = (fails.last.outcome.get("divergent") if fails.last else None) or ()
+            start: Sequence[int] = lsns
+            focus = [x for x in lsns if x in _touching(c, config, keys)]
+            if focus and len(focus) < len(lsns) and fails(c.keep_commands(focus)):
+                start = focus
+            keep = ddmin(start, Tests(lambda xs: fails(c.keep_commands(xs))))
+            state["case"] = c.keep_commands(keep)
+            return len(keep)
+
+        def rows() -> int:
+            c: Case = state["case"]
+            if not c.snapshot:
+                return 0
+            if fails(c.keep_rows(())):
+                state["case"] = c.keep_rows(())
+                return 0
+            start: Sequence[int] = range(len(c.snapshot))
+            used = _rows_used(c, config)
+            if len(used) < len(c.snapshot) and fails(c.keep_rows(used)):
+                start = used
+            keep = ddmin(list(start), Tests(lambda xs: fails(c.keep_rows(xs))))
+            state["case"] = c.keep_rows(keep)
+            return len(keep)
+
+        def streams() -> int:
+            c: Case = state["case"]
+            n = config.run.streams
+            for fewer in range(2, n):
+                if fails(replace(c, streams=fewer)):
+                    state["case"] = replace(c, streams=fewer)
+                    return fewer
+            return n
+
+        phase("transactions", len(case.transactions), transactions)
+        phase("commands", len(state["case"].changes), commands)
+        phase("snapshot rows", len(state["case"].snapshot), rows)
+        phase("streams", config.run.streams, streams)
+        shrunk.case = state["case"]
+        final = attempt_case(fails.config, shrunk.case, target, out_dir=out, spark=spark)
+        fails.runs += 1
+        shrunk.reproduced = same_failure(original, final.outcome)
+        shrunk.outcome = final.outcome
+        shrunk.run_dir = out
+        shrunk.runs = fails.runs
+        shrunk.seconds = time.perf_counter() - t0
+        (out / "shrink.json").write_text(
+            json.dumps({"from": str(folder.path), **shrunk.to_json()}, indent=2, default=str) + "\n",
+            encoding="utf-8",
+        )
+        (out / "case.txt").write_text("\n".join(describe(config, shrunk.case, 200)) + "\n", encoding="utf-8")
+        return shrunk
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _slice_transactions(
+    case: Case,
+    xacts: list[int],
+    by_lsn: Mapping[int, int],
+    seeds: Sequence[set[int]],
+    fails: Callable[[Case], bool],
+) -> list[int] | None:
+    """The first slice of transactions around a blamed command that fails: the blamed
+    transactions alone, then with every transaction between them and 0, 1, 4, 16, 64 before."""
+    pos = {x: i for i, x in enumerate(xacts)}
+    for lsns in seeds:
+        blamed = sorted({by_lsn[x] for x in lsns if x in by_lsn}, key=pos.__getitem__)
+        if not blamed:
+            continue
+        lo, hi = pos[blamed[0]], pos[blamed[-1]]
+        tried: list[list[int]] = []
+        for k in (None, 0, 1, 4, 16, 64):
+            cut = blamed if k is None else xacts[max(lo - k, 0) : hi + 1]
+            if cut in tried:
+                continue
+            if len(cut) * 2 > len(xacts):
+                break
+            tried.append(cut)
+            if fails(case.keep_transactions(cut)):
+                return cut
+    return None
