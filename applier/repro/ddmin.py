@@ -5,7 +5,7 @@ TSE 2002): the ``ddmin`` algorithm, with a cache of the subsets already tested.
 true: removing any single element makes it pass. ``fails(items)`` of the whole input must be
 true. Subsequences keep the input's order. Pure: no I/O, no Spark; the tests a caller runs
 (applier runs against a target) are the expensive part, so each distinct subset is tested once
-and :class:`Tests` counts them.
+and :class:`Cached` counts them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ T = TypeVar("T", bound=Hashable)
 
 
 @dataclass
-class Tests(Generic[T]):
+class Cached(Generic[T]):
     """A failure test with a cache: ``fails(subset)`` is called once per distinct subset."""
 
     fails: Callable[[tuple[T, ...]], bool]
@@ -43,13 +43,13 @@ def _split(items: Sequence[T], n: int) -> list[tuple[T, ...]]:
     return [p for p in out if p]
 
 
-def ddmin(items: Sequence[T], fails: Callable[[tuple[T, ...]], bool] | Tests[T]) -> tuple[T, ...]:
+def ddmin(items: Sequence[T], fails: Callable[[tuple[T, ...]], bool] | Cached[T]) -> tuple[T, ...]:
     """A 1-minimal failing subsequence of ``items`` (which must fail as a whole).
 
     Each pass splits the current input into ``n`` parts and tests every part, then every
     complement; a failing part becomes the input (n back to 2), a failing complement too
     (n - 1 parts); with neither, the granularity doubles, until parts are single elements."""
-    test = fails if isinstance(fails, Tests) else Tests(fails)
+    test = fails if isinstance(fails, Cached) else Cached(fails)
     current = tuple(items)
     n = 2
     while len(current) >= 2:

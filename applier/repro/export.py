@@ -22,6 +22,7 @@ repro.json        the manifest the test reads (file names, where the case came f
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -87,8 +88,8 @@ def export(run_dir: str | Path, out: str | Path, *, dialect: str = "postgres", s
     if (out / "custom").exists():
         shutil.rmtree(out / "custom")
     custom: list[str] = []
-    for p in case.custom_sql:
-        name = f"custom/{p.name}"
+    for i, p in enumerate(case.custom_sql):
+        name = f"custom/{i:02d}-{re.sub(r'^(?:[0-9]{2}-)+', '', p.name)}"  # run folders number their copies
         (out / "custom").mkdir(exist_ok=True)
         shutil.copyfile(p, out / name)
         custom.append(name)

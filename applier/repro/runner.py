@@ -9,6 +9,7 @@ it stops the caller.
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import tempfile
 import time
@@ -163,9 +164,9 @@ def differences(recorded: Mapping[str, Any], got: Mapping[str, Any]) -> list[str
             gone, new = sorted(then - now, key=repr), sorted(now - then, key=repr)
             parts = []
             if gone:
-                parts.append(f"{len(gone)} gone (first {list(gone[0])})")
+                parts.append(f"{len(gone)} gone (first {json.dumps(gone[0], default=str)})")
             if new:
-                parts.append(f"{len(new)} new (first {list(new[0])})")
+                parts.append(f"{len(new)} new (first {json.dumps(new[0], default=str)})")
             out.append(f"{name}: {len(then)} then, {len(now)} now: " + ", ".join(parts))
     if recorded.get("error") != got.get("error") and (recorded.get("error") or got.get("error")):
         out.append(f"error {recorded.get('error')!r} then, {got.get('error')!r} now")

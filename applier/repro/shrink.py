@@ -30,7 +30,7 @@ from typing import Any
 from applier.config import Config
 from applier.errors import ApplierError
 from applier.repro.case import Case, describe, load_case, read_run_dir
-from applier.repro.ddmin import Tests, ddmin
+from applier.repro.ddmin import Cached, ddmin
 from applier.repro.runner import Attempt, attempt_case, follow, same_failure, serial
 
 Say = Callable[[str], None]
@@ -232,7 +232,7 @@ def shrink(
                         "recorded schedule; nothing to shrink (applier replay says what differs)"
                     )
                 start = xacts
-            keep = ddmin(start, Tests(lambda xs: fails(c.keep_transactions(xs))))
+            keep = ddmin(start, Cached(lambda xs: fails(c.keep_transactions(xs))))
             state["case"] = c.keep_transactions(keep)
             return len(keep)
 
@@ -244,7 +244,7 @@ def shrink(
             focus = [x for x in lsns if x in _touching(c, config, keys)]
             if focus and len(focus) < len(lsns) and fails(c.keep_commands(focus)):
                 start = focus
-            keep = ddmin(start, Tests(lambda xs: fails(c.keep_commands(xs))))
+            keep = ddmin(start, Cached(lambda xs: fails(c.keep_commands(xs))))
             state["case"] = c.keep_commands(keep)
             return len(keep)
 
@@ -259,7 +259,7 @@ def shrink(
             used = _rows_used(c, config)
             if len(used) < len(c.snapshot) and fails(c.keep_rows(used)):
                 start = used
-            keep = ddmin(list(start), Tests(lambda xs: fails(c.keep_rows(xs))))
+            keep = ddmin(list(start), Cached(lambda xs: fails(c.keep_rows(xs))))
             state["case"] = c.keep_rows(keep)
             return len(keep)
 

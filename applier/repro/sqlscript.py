@@ -20,7 +20,6 @@ from typing import Any
 from applier.articles import Article
 from applier.dialects.base import Dialect
 from applier.plan.calls import Planner
-from applier.values import dumps_image, key_text
 
 
 def literal(dialect: Dialect, value: Any) -> str:
@@ -76,18 +75,13 @@ _END = object()
 
 
 def canonical_row(article: Article, rec: Mapping[str, Any]) -> dict[str, Any]:
-    """A change record (images as objects) as the planner reads a command."""
-    before, after = rec.get("before"), rec.get("after")
-    return {
-        "lsn": rec["lsn"],
-        "article": rec["article"],
-        "op": rec["op"],
-        "before": dumps_image(before) if before else None,
-        "after": dumps_image(after) if after else None,
-        "changed": list(rec.get("changed") or ()),
-        "key_before": key_text(article, before) if before else None,
-        "key_after": key_text(article, after) if after else None,
-    }
+    """A change record (images as objects) as the planner reads a command: validated and
+    completed as a change file's records are (``changed`` derived where the record has none)."""
+    from applier.records.schema import CHANGE_FIELDS
+    from applier.sources.canonical import validate_record
+
+    row = validate_record(rec, {article.name: article}, f"lsn {rec.get('lsn')}")
+    return dict(zip(CHANGE_FIELDS, row, strict=True))
 
 
 def statement(dialect: Dialect, planner: Planner, article: Article, rec: Mapping[str, Any]) -> str | None:
@@ -177,7 +171,7 @@ def interleaved(
         elif kind in ("commit", "rollback"):
             word = "COMMIT" if kind == "commit" else "ROLLBACK"
             if s in open_tx:
-                lines += [f"{head}{note}", word + end]
+                lines += [f"{head}: {kind}{note}", word + end]
                 open_tx.discard(s)
             else:
                 lines.append(f"{head}: {word} (nothing of the stream's own open){note}")

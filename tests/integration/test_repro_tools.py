@@ -1,0 +1,196 @@
+"""applier explore, replay, shrink and export on a small stream of seeded bug 2 (a subscriber
+trigger that drops an order line whose order is not there yet): found, replayed, shrunk to its
+two transactions, exported. The three seeded bugs at full size (1,000 transactions, budget 200,
+the exported test failing then passing) are in test_repro_bugs.py (make test-faults)."""
+
+from __future__ import annotations
+
+import json
+import py_compile
+import shutil
+
+import pytest
+
+from applier.cli import main
+from applier.config import load_config, parse_config
+from applier.repro.explore import explore
+from applier.repro.export import export
+from applier.repro.replay import replay
+from applier.repro.shrink import shrink
+from tests.integration.repro_streams import DATA, config, orders_stream
+
+pytestmark = pytest.mark.integration
+
+BUG = DATA / "order_lines_trigger.sql"
+FIX = DATA / "order_lines_trigger_fixed.sql"
+
+
+@pytest.fixture(scope="module")
+def found(spark, target, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """An exploration of 20 transactions (10 orders, each line in the next transaction)."""
+    work = tmp_path_factory.mktemp("repro-tools")
+    changes = orders_stream(work / "stream", 10)
+    cfg = config("orders", subscription="repro_tools")
+    ex = explore(cfg, target, budget=5, out=work / "explore", changes=changes, custom_sql=[BUG], spark=spark)
+    return work, changes, ex
+
+
+def test_explore_stops_at_the_first_failing_schedule_and_keeps_its_run_folder(found):
+    work, changes, ex = found
+    assert ex.found is not None and ex.found.verdict == "diverged" and ex.found.divergent >= 1
+    assert ex.tries[-1] == ex.found and all(t.verdict == "converged" for t in ex.tries[:-1])
+    assert ex.run_dir == work / "explore" / f"seed-{ex.found.seed}"
+    assert sorted(p.name for p in (work / "explore").iterdir()) == ["explore.json", ex.run_dir.name]
+    saved = json.loads((work / "explore" / "explore.json").read_text())
+    assert saved["found"]["seed"] == ex.found.seed and saved["strategy"] == "pct"
+    for name in ("config.json", "inputs.json", "report.json", "schedule.jsonl", "outcome.json"):
+        assert (ex.run_dir / name).is_file(), name
+    run = json.loads((ex.run_dir / "config.json").read_text())["run"]
+    assert (run["schedule"], run["schedule_strategy"], run["schedule_seed"]) == (
+        "controlled",
+        "pct",
+        ex.found.seed,
+    )
+    outcome = json.loads((ex.run_dir / "outcome.json").read_text())
+    assert {a for a, _ in outcome["divergent"]} == {"dbo.order_lines"}  # lines lost, silently
+    assert outcome["conflicts"] == []
+
+
+def test_every_try_starts_from_a_fresh_subscriber(spark, target, tmp_path):
+    """The fixed trigger converges on every schedule: each try installs its tables anew and
+    loads the snapshot again (a try on the last one's rows would meet duplicate keys)."""
+    changes = orders_stream(tmp_path, 6)
+    snapshot = tmp_path / "snap.jsonl"
+    snapshot.write_text(
+        "\n".join(
+            json.dumps({"article": "dbo.orders", "image": {"id": 900 + i, "customer": "x"}}) for i in range(3)
+        )
+    )
+    cfg = config("orders", subscription="repro_fresh")
+    ex = explore(
+        cfg,
+        target,
+        budget=3,
+        out=tmp_path / "explore",
+        changes=changes,
+        snapshot=snapshot,
+        custom_sql=[FIX],
+        spark=spark,
+    )
+    assert ex.found is None and [t.verdict for t in ex.tries] == ["converged"] * 3
+    assert [t.snapshot_rows for t in ex.tries] == [3, 3, 3]
+    assert [t.seed for t in ex.tries] == [0, 1, 2]
+    assert sorted(p.name for p in (tmp_path / "explore").iterdir()) == ["explore.json"]
+
+
+def test_replay_gives_the_recorded_outcome_back(found, spark, target, tmp_path):
+    _, _, ex = found
+    r = replay(ex.run_dir, target, spark=spark, out=tmp_path / "again")
+    assert r.same, r.differences
+    assert r.attempt.outcome == json.loads((ex.run_dir / "outcome.json").read_text())
+    steps = [json.loads(x) for x in (tmp_path / "again" / "schedule.jsonl").read_text().splitlines()]
+    recorded = [json.loads(x) for x in (ex.run_dir / "schedule.jsonl").read_text().splitlines()]
+    assert [(s["stream"], s["kind"], s["lsns"]) for s in steps] == [
+        (s["stream"], s["kind"], s["lsns"]) for s in recorded
+    ]
+    run = json.loads((tmp_path / "again" / "config.json").read_text())["run"]
+    assert run["schedule_strategy"] == "recorded" and run["schedule_file"] == str(
+        (ex.run_dir / "schedule.jsonl").resolve()
+    )
+
+
+def test_replay_exit_codes(found, tmp_path, capsys):
+    _, _, ex = found
+    other = tmp_path / "other"
+    shutil.copytree(ex.run_dir, other)
+    outcome = json.loads((other / "outcome.json").read_text())
+    (other / "outcome.json").write_text(json.dumps({**outcome, "divergent": outcome["divergent"][:-1]}))
+    assert main(["replay", str(other)]) == 1
+    out = capsys.readouterr().out
+    assert "different outcome:" in out and "divergent: " in out and "1 new (first " in out
+    assert main(["replay", str(tmp_path / "nothing")]) == 2
+    assert "no such run folder" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def shrunk(found, spark, target):  # type: ignore[no-untyped-def]
+    work, _, ex = found
+    lines: list[str] = []
+    return shrink(ex.run_dir, target, out=work / "shrunk", spark=spark, say=lines.append), lines
+
+
+def test_shrink_keeps_the_order_and_its_line(shrunk):
+    s, lines = shrunk
+    assert s.reproduced and s.outcome is not None and s.outcome["verdict"] == "diverged"
+    assert s.original == {"transactions": 20, "commands": 20, "snapshot_rows": 0, "streams": 4}
+    assert s.minimal["transactions"] == 2 and s.minimal["commands"] == 2 and s.minimal["snapshot_rows"] == 0
+    (order,), (line,) = [
+        [r for r in s.case.changes if r["article"] == a] for a in ("dbo.orders", "dbo.order_lines")
+    ]
+    assert line["after"]["order_id"] == order["after"]["id"] and order["lsn"] < line["lsn"]
+    assert [p.name for p in s.phases] == ["transactions", "commands", "snapshot rows", "streams"]
+    assert s.phases[0].before == 20 and s.phases[0].after == 2 and s.runs == sum(p.runs for p in s.phases) + 1
+    assert (
+        any("serially" in x for x in lines) or s.phases[0].runs >= 2
+    )  # a cut that fails serially is not kept
+    d = s.run_dir
+    assert d is not None
+    for name in ("config.json", "inputs.json", "schedule.jsonl", "outcome.json", "shrink.json", "case.txt"):
+        assert (d / name).is_file(), name
+    figures = json.loads((d / "shrink.json").read_text())
+    assert figures["minimal"]["transactions"] == 2 and figures["runs"] == s.runs
+    inputs = json.loads((d / "inputs.json").read_text())
+    assert inputs["changes"] == str((d / "case" / "changes.jsonl").resolve())
+
+
+def test_export_writes_a_self_contained_reproducer(shrunk, tmp_path):
+    s, _ = shrunk
+    x = export(s.run_dir, tmp_path / "x")
+    out = x.out
+    for name in (
+        "README.md",
+        "config.json",
+        "changes.jsonl",
+        "schedule.jsonl",
+        "outcome.json",
+        "ddl.sql",
+        "procedures.sql",
+        "setup.sql",
+        "interleaved.sql",
+        "test_repro.py",
+        "repro.json",
+        "custom/00-order_lines_trigger.sql",
+    ):
+        assert (out / name).is_file(), name
+    assert not (out / "snapshot.jsonl").exists()
+    assert (out / "custom/00-order_lines_trigger.sql").read_text() == BUG.read_text()
+    cfg = parse_config(json.loads((out / "config.json").read_text()), "config.json")
+    assert (cfg.run.schedule, cfg.run.schedule_strategy, cfg.run.schedule_file) == (
+        "controlled",
+        "recorded",
+        "schedule.jsonl",
+    )
+    assert cfg.run.model == "independent" and cfg.run.streams == s.minimal["streams"]
+    assert 'CREATE TABLE "dbo"."order_lines"' in (out / "ddl.sql").read_text()
+    assert "sp_MSins_dboorder_lines" in (out / "procedures.sql").read_text()
+    setup = (out / "setup.sql").read_text()
+    assert (
+        setup.index("CREATE TABLE")
+        < setup.index("sp_MSins_dboorders")
+        < setup.index("order_lines_need_order")
+    )
+    sql = (out / "interleaved.sql").read_text()
+    body = [ln for ln in sql.splitlines() if ln and not ln.startswith("--")]
+    assert body[0] == "BEGIN;" and body.count("BEGIN;") == body.count("COMMIT;") == 2
+    assert 'CALL "dbo"."sp_MSins_dboorder_lines"(CAST(' in sql and "-- session " in sql
+    # The line goes in before its order: the reordering the recorded schedule holds.
+    assert sql.index('"sp_MSins_dboorder_lines"(') < sql.index('"sp_MSins_dboorders"(')
+    py_compile.compile(str(out / "test_repro.py"), doraise=True)
+    text = (out / "test_repro.py").read_text()
+    assert "tests." not in text and "conftest" not in text and "shared" not in text
+    load_config(out / "config.json")  # also a configuration file for applier run --config
+    # A second export over the first is allowed; over someone else's folder it is not.
+    export(s.run_dir, out)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("x")
+    assert main(["export", str(s.run_dir), "--out", str(tmp_path / "mine")]) == 2
