@@ -211,6 +211,8 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                     cls=failure.cls,
                     code=failure.code,
                     message=failure.message,
+                    constraint=failure.constraint,
+                    located=failure.located,
                 )
             for row, f in skipped:
                 ev.add(
@@ -222,6 +224,8 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                     code=f.code,
                     message=f.message,
                     outcome="skipped",
+                    constraint=f.constraint,
+                    located=f.located,
                 )
             failpoints.reach("apply.share")
             t_wait = time.perf_counter()

@@ -166,6 +166,8 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
                         code=f.code,
                         message=f.message,
                         outcome="skipped",
+                        constraint=f.constraint,
+                        located=f.located,
                     )
             else:
                 with contextlib.suppress(Exception):  # a lost connection cannot roll back
@@ -181,6 +183,8 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
                     cls=failure.cls,
                     code=failure.code,
                     message=failure.message,
+                    constraint=failure.constraint,
+                    located=failure.located,
                 )
                 for row in txn:
                     if row["lsn"] == failure.lsn:

@@ -12,10 +12,9 @@ reset and skips go row by row (per-row errors).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import dataclasses
-import json
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,7 +22,8 @@ from typing import Any
 
 from applier.apply.bulk import BulkCall, bulk_calls
 from applier.apply.gate import GateClient
-from applier.dialects.base import Classified, ConflictClass, Dialect
+from applier.apply.locate import culprit, same_kind
+from applier.dialects.base import Dialect
 from applier.plan.calls import Call, Planner
 from applier.records.schema import SHARE_FIELDS
 from applier.targets.connection import RetryPolicy
@@ -33,7 +33,14 @@ Row = dict[str, Any]
 
 @dataclass(frozen=True)
 class Failure:
-    """An error one stream hit, with the command it is attributed to (None if unknown)."""
+    """An error one stream hit, with the command that raised it (None if none is known).
+
+    ``located``: how that command is known. ``single``: its chunk held no other command;
+    ``rerun``: its chunk was run again and it raised that error again (:mod:`.locate`);
+    ``rerun-other``: run again, no command raised it, and this one was the first to fail
+    otherwise; ``unlocated``: none (the error did not happen again, the connection was lost,
+    the chunk held no command, or the caller did not ask). ``constraint``: the constraint or
+    index that fired (duplicates, foreign keys)."""
 
     cls: str
     code: str
@@ -42,6 +49,8 @@ class Failure:
     stream: int
     transient: bool = False
     connection_lost: bool = False
+    constraint: str | None = None
+    located: str = "unlocated"
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -56,48 +65,40 @@ def short(message: str, limit: int = 400) -> str:
     return m if len(m) <= limit else m[: limit - 3] + "..."
 
 
-def attribute(rows: Sequence[Row], c: Classified) -> Row | None:
-    """The command of a failed chunk that raised: the first whose key values all appear in
-    the error text, preferring the operations that can raise that class."""
-    if not rows:
-        return None
-    msg = c.message
-    prefer = {"row_not_found": ("U", "D"), "duplicate_key": ("I", "U")}.get(c.cls.value, ("I", "U", "D"))
-    best: Row | None = None
-    for r in rows:
-        key = (
-            r["key_before"]
-            if r["op"] in ("U", "D") and c.cls == ConflictClass.ROW_NOT_FOUND
-            else (r["key_after"] or r["key_before"])
-        )
-        if key is None:
-            continue
-        values = json.loads(key)
-        if all(_shown(v, msg) for v in values):
-            if r["op"] in prefer:
-                return r
-            best = best or r
-    return best
+Chunk = Sequence[tuple[Row | None, Call]]
+# A chunk of more than one command starts with this savepoint (and releases it at its end):
+# after an error the sender rolls back to it to find the command that raised (:mod:`.locate`).
+CHUNK_SAVEPOINT = "applier_chunk"
+LOCATE_SAVEPOINT = "applier_locate"
+LOCATE_LOCK_TIMEOUT_MS = 20  # lock waits while the culprit is looked for
+# Chunks of one send (one transaction) that get the savepoint: PostgreSQL caches 64
+# subtransaction ids per session, past that every snapshot taken meanwhile is "overflowed" and
+# reads pg_subtrans. A later chunk goes without; its culprit is found by applying again.
+GUARDED_CHUNKS = 48
 
 
-def _shown(v: Any, msg: str) -> bool:
-    """Whether a key value (canonical encoding) appears in an error text: as itself, or for
-    bytes (base64) in the hex form servers print (PostgreSQL \\x..., SQL Server 0x...)."""
-    if str(v) in msg:
-        return True
-    if isinstance(v, str) and v:
-        try:
-            raw = base64.b64decode(v, validate=True)
-        except (ValueError, TypeError):
-            return False
-        h = raw.hex()
-        return ("\\x" + h) in msg or ("0x" + h) in msg.lower()
-    return False
+def commands(chunk: Chunk, at_most: int | None = None) -> list[Row]:
+    """The commands a chunk applies (a set-based call's rows each), the first ``at_most``."""
+    out: list[Row] = []
+    for r, call in chunk:
+        if isinstance(call, BulkCall):
+            out.extend(call.rows)
+        elif r is not None:
+            out.append(r)
+        if at_most is not None and len(out) >= at_most:
+            return out[:at_most]
+    return out
+
+
+class _Lost(Exception):
+    """The connection was lost while the culprit was looked for."""
 
 
 class Sender:
     """One connection's way of sending calls: chunked multi-statement batches. ``reconnect``
     opens a replacement when the connection is lost (:meth:`renew`)."""
+
+    _guarded = True  # the next chunk of several commands gets its savepoint (send says)
 
     def __init__(
         self,
@@ -213,24 +214,36 @@ class Sender:
                 out.append((r, c))
         return out
 
-    def send(self, calls: Sequence[tuple[Row, Call]], tail: Sequence[Call] = ()) -> Failure | None:
-        """Execute the calls (then the tail statements) in chunks; the first failure or None."""
+    def send(
+        self,
+        calls: Sequence[tuple[Row, Call]],
+        tail: Sequence[Call] = (),
+        locate: Callable[[Failure], bool] | None = None,
+    ) -> Failure | None:
+        """Execute the calls (then the tail statements) in chunks; the first failure or None.
+        The failure names the command that raised it (:meth:`_blamed`) unless ``locate``
+        (default: every failure) says it need not: the caller rolls back after a failure."""
         # A controlled stage takes turns call by call: one call per chunk.
         limit = self.dialect.MAX_PARAMS_PER_BATCH
         one = self.gate is not None
         chunk: list[tuple[Row | None, Call]] = []
+        sent: list[Chunk] = []  # the chunks that succeeded (applied again where savepoints cannot help)
         nparams = 0
         items: list[tuple[Row | None, Call]] = [*calls, *((None, t) for t in tail)]
         for i, (row, call) in enumerate(items):
             if chunk and (one or nparams + len(call.params) > limit):
+                self._guarded = len(sent) < GUARDED_CHUNKS
                 fail = self._execute(chunk)
                 if fail:
-                    return fail
+                    return self._blamed(fail, chunk, sent, locate)
+                sent.append(chunk)
                 chunk, nparams = [], 0
             chunk.append((row, call))
             nparams += len(call.params)
             if i == len(items) - 1:
-                return self._execute(chunk)
+                self._guarded = len(sent) < GUARDED_CHUNKS
+                fail = self._execute(chunk)
+                return self._blamed(fail, chunk, sent, locate) if fail else None
         return None
 
     def _execute(self, chunk: Sequence[tuple[Row | None, Call]]) -> Failure | None:
@@ -267,7 +280,8 @@ class Sender:
     def _execute_chunk(self, chunk: Sequence[tuple[Row | None, Call]]) -> Failure | None:
         import pyodbc
 
-        sql = ";\n".join(c.sql for _, c in chunk)
+        head, foot = self._guard(chunk)
+        sql = ";\n".join([*head, *(c.sql for _, c in chunk), *foot])
         params = [p for _, c in chunk for p in c.params]
         t0 = time.perf_counter()
         self.round_trips += 1
@@ -277,9 +291,10 @@ class Sender:
             while cur.nextset():  # surfaces errors of later statements (SQL Server)
                 pass
         except pyodbc.Error as e:
-            c = self.dialect.classify(e)
-            rows = [x for r, call in chunk for x in (call.rows if isinstance(call, BulkCall) else (r,))]
-            culprit = attribute([r for r in rows if r is not None], c)
+            c = self.dialect.classify(e).keyed(self.primary_keys)
+            rows = commands(chunk, at_most=2)
+            # One command: it raised (a lost connection is nobody's); more: see _blamed.
+            culprit = rows[0] if len(rows) == 1 and not c.connection_lost else None
             return Failure(
                 c.cls.value,
                 c.code,
@@ -288,7 +303,115 @@ class Sender:
                 self.stream,
                 c.transient,
                 c.connection_lost,
+                c.constraint,
+                "single" if culprit else "unlocated",
             )
+        finally:
+            self.sql_seconds += time.perf_counter() - t0
+        return None
+
+    # -- the command that raised (applier.apply.locate) --------------------------------
+    @functools.cached_property
+    def primary_keys(self) -> frozenset[str]:
+        """The names of the articles' primary keys: a duplicate naming another constraint or
+        index is a unique index's (:meth:`Classified.keyed`)."""
+        return frozenset(self.dialect.primary_key_name(a) for a in self.planner.articles.values())
+
+    def _guard(self, chunk: Chunk) -> tuple[list[str], list[str]]:
+        """Statements before and after a chunk's own: a savepoint to roll back to after an error
+        when the chunk holds more than one command, the dialect can go on after one and the
+        send has not spent its GUARDED_CHUNKS."""
+        d = self.dialect
+        if not d.SAVEPOINT_SURVIVES_ERROR or not self._guarded or len(commands(chunk, at_most=2)) < 2:
+            return [], []
+        release = d.release_savepoint_sql(CHUNK_SAVEPOINT)
+        return [d.savepoint_sql(CHUNK_SAVEPOINT)], [release] if release else []
+
+    def _blamed(
+        self, fail: Failure, chunk: Chunk, sent: Sequence[Chunk], locate: Callable[[Failure], bool] | None
+    ) -> Failure:
+        """``fail`` with the command that raised it when its chunk held several: the chunk's
+        statements run again (a set-based call as its row calls) and the first to fail is it
+        (:mod:`applier.apply.locate`). The error's class, code and message stay the first
+        ones. The transaction is left for the caller to roll back, as after any failure."""
+        if fail.located != "unlocated" or fail.connection_lost or (locate is not None and not locate(fail)):
+            return fail
+        if len(commands(chunk, at_most=2)) < 2:
+            return fail  # no command in the chunk: a tail statement failed
+        stmts: list[tuple[Row | None, Call]] = []
+        for r, call in chunk:
+            if isinstance(call, BulkCall):
+                stmts.extend(self.calls(call.rows, bulk=False))
+            else:
+                stmts.append((r, call))
+        try:
+            if self.dialect.SAVEPOINT_SURVIVES_ERROR and len(sent) < GUARDED_CHUNKS:
+                hit = culprit(len(stmts), self._pieces(stmts), fail.cls)
+            else:
+                hit = self._replayed(sent, stmts, fail.cls)
+        except _Lost:
+            return dataclasses.replace(fail, transient=True, connection_lost=True)
+        row = stmts[hit[0]][0] if hit is not None else None
+        if hit is None or row is None:
+            return fail  # the error did not happen again (or a tail statement raised it)
+        return dataclasses.replace(fail, lsn=row["lsn"], located="rerun" if hit[1] else "rerun-other")
+
+    def _pieces(self, stmts: Sequence[tuple[Row | None, Call]]) -> Callable[[int, int], str | None]:
+        """Run pieces of ``stmts`` in turn after rolling back to the chunk's savepoint: each under
+        a savepoint of its own and the short lock timeout, kept when it succeeds, rolled back
+        (in the next piece's round trip) when it fails."""
+        d = self.dialect
+        sp = LOCATE_SAVEPOINT
+        limit = d.local_lock_timeout_sql(LOCATE_LOCK_TIMEOUT_MS)
+        release = d.release_savepoint_sql(sp)
+        ends = [x for x in (release,) if x]
+        pending = [d.rollback_to_savepoint_sql(CHUNK_SAVEPOINT)]
+
+        def run(a: int, b: int) -> str | None:
+            nonlocal pending
+            piece = stmts[a:b]
+            texts = [*pending, d.savepoint_sql(sp), *(x for x in (limit,) if x)]
+            texts += [c.sql for _, c in piece] + ends
+            err = self._try(texts, [p for _, c in piece for p in c.params])
+            pending = [d.rollback_to_savepoint_sql(sp), *ends] if err is not None else []
+            return err
+
+        return run
+
+    def _replayed(
+        self, sent: Sequence[Chunk], stmts: Sequence[tuple[Row | None, Call]], cls: str
+    ) -> tuple[int, bool] | None:
+        """Where an error rolls the whole transaction back (SQL Server under XACT_ABORT ON), or
+        the chunk had no savepoint (past GUARDED_CHUNKS): roll back, apply the chunks of this
+        send that had succeeded again, then the failed chunk's statements one round trip each;
+        the first to fail is the culprit. (Every caller begins its transaction with the send.)"""
+        self.conn.rollback()
+        for ch in sent:
+            if self._try([c.sql for _, c in ch], [p for _, c in ch for p in c.params]) is not None:
+                return None
+        for i, (_, call) in enumerate(stmts):
+            err = self._try([call.sql], list(call.params))
+            if err is not None:
+                return i, same_kind(err, cls)
+        return None
+
+    def _try(self, texts: Sequence[str], params: Sequence[Any]) -> str | None:
+        """One round trip of the search: the class of the error it raised, or None."""
+        import pyodbc
+
+        t0 = time.perf_counter()
+        self.round_trips += 1
+        try:
+            cur = self.conn.cursor()
+            sql = ";\n".join(texts)
+            cur.execute(sql, list(params)) if params else cur.execute(sql)
+            while cur.nextset():
+                pass
+        except pyodbc.Error as e:
+            c = self.dialect.classify(e).keyed(self.primary_keys)
+            if c.connection_lost:
+                raise _Lost(c.message) from None
+            return c.cls.value
         finally:
             self.sql_seconds += time.perf_counter() - t0
         return None
@@ -321,13 +444,23 @@ def slim(rows: Sequence[Row]) -> list[Row]:
     return [{k: row.get(k) for k in SHARE_FIELDS} for row in rows]
 
 
+def _never(f: Failure) -> bool:
+    return False
+
+
 def send_with_policy(
-    sender: Sender, calls: Sequence[tuple[Row, Call]], tail: Sequence[Call], skip: SkipRule
+    sender: Sender,
+    calls: Sequence[tuple[Row, Call]],
+    tail: Sequence[Call],
+    skip: SkipRule,
+    retried: SkipRule = _never,
 ) -> tuple[list[tuple[Row, Failure]], Failure | None]:
     """Send the calls then the tail; on an error the error policy skips (-SkipErrors), roll
     back and apply one call at a time in savepoints, skipping those errors. Returns (skipped,
-    the failure that stands or None); on None the transaction is open for the caller to commit."""
-    failure = sender.send(calls, tail)
+    the failure that stands or None); on None the transaction is open for the caller to commit.
+    The command that raised is looked for unless the policy skips the error (the calls are
+    applied one by one anyway) or ``retried`` says the caller tries the work again."""
+    failure = sender.send(calls, tail, locate=lambda f: not skip(f) and not retried(f))
     if failure is None or not skip(failure) or failure.connection_lost:
         return [], failure
     sender.rollback()
@@ -354,7 +487,7 @@ def apply_serially(
     last: list[Failure] = []
 
     def attempt() -> tuple[list[tuple[Row, Failure]], Failure | None]:
-        skipped, f = send_with_policy(sender, calls, tail, skip)
+        skipped, f = send_with_policy(sender, calls, tail, skip, retried=lambda f: f.transient)
         if f is not None and f.transient:
             last[:] = [f]
             if f.connection_lost:

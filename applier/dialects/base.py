@@ -64,7 +64,8 @@ class Classified:
         """A duplicate told apart by the constraint that fired: one of ``primary_keys`` (the
         names :meth:`Dialect.primary_key_name` gave the tables' primary keys) is duplicate_key,
         any other unique index or constraint unique_index."""
-        if self.cls is ConflictClass.DUPLICATE_KEY and self.constraint and self.constraint not in primary_keys:
+        dup = self.cls is ConflictClass.DUPLICATE_KEY
+        if dup and self.constraint and self.constraint not in primary_keys:
             return dataclasses.replace(self, cls=ConflictClass.UNIQUE_INDEX)
         return self
 

@@ -85,6 +85,46 @@ def test_classify_by_sqlstate(state, cls, transient):
     assert c.cls == cls and c.transient == transient and c.code == state
 
 
+@pytest.mark.parametrize(
+    "state,message,cls,constraint",
+    [
+        (
+            "23505",
+            '[23505] ERROR: duplicate key value violates unique constraint "t_pkey"\n'
+            "DETAIL: Key (id)=(1) already exists.;\nError while executing the query (1) (SQLExecDirectW)",
+            "duplicate_key",
+            "t_pkey",
+        ),
+        (
+            "23505",
+            '[23505] ERROR: duplicate key value violates unique constraint "uq_t_0"\n'
+            "DETAIL: Key (code)=(8) already exists.;\nError while executing the query (1) (SQLExecDirectW)",
+            "unique_index",
+            "uq_t_0",
+        ),
+        (
+            "23503",
+            '[23503] ERROR: insert or update on table "c" violates foreign key constraint "fk_c_0"\n'
+            'DETAIL: Key (parent_id)=(5) is not present in table "p".;\nError while executing the query (1)',
+            "foreign_key",
+            "fk_c_0",
+        ),
+        ("RP598", "[RP598] ERROR: Row was not found ... (20598)", "row_not_found", None),
+    ],
+)
+def test_the_constraint_that_fired_is_named_and_tells_the_primary_key_apart(state, message, cls, constraint):
+    c = D.classify(FakePyodbcError(state, message)).keyed({"t_pkey"})
+    assert (c.cls.value, c.code, c.constraint) == (cls, state, constraint)
+
+
+def test_primary_key_is_named_as_postgresql_would_and_fits_namedatalen():
+    assert D.primary_key_name(_article("acct")) == "acct_pkey"
+    assert 'CONSTRAINT "acct_pkey" PRIMARY KEY ("id")' in D.create_table_sql(_article("acct"))
+    long = D.primary_key_name(_article("é" * 40))
+    assert long.startswith("éé") and len(long.encode()) <= 63
+    assert long != D.primary_key_name(_article("é" * 41))
+
+
 def _article(table='acc"t --'):
     return parse_config(
         {

@@ -445,7 +445,7 @@ ROW_MSG = (
                 f"[23000] {MS18}[SQL Server]Cannot insert duplicate key row in object 'Sales.Customer' with unique "
                 "index 'AK_Customer_rowguid'. The duplicate key value is (547). (2601) (SQLExecDirectW)",
             ),
-            "DUPLICATE_KEY",
+            "UNIQUE_INDEX",
             "2601",
             False,
             False,
@@ -554,6 +554,51 @@ def test_classify(args: tuple[str, ...], cls: str, code: str, transient: bool, l
     exc = Exception(*args)
     c = D.classify(exc)
     assert (c.cls, c.code, c.transient, c.connection_lost) == (ConflictClass[cls], code, transient, lost)
+
+
+@pytest.mark.parametrize(
+    "message,cls,constraint",
+    [
+        (
+            f"[23000] {MS17}[SQL Server]Violation of PRIMARY KEY constraint 'PK_t'. Cannot insert duplicate key "
+            "in object 'dbo.t'. The duplicate key value is (1). (2627) (SQLExecDirectW); "
+            f"[01000] {MS17}[SQL Server]The statement has been terminated. (3621)",
+            "duplicate_key",
+            "PK_t",
+        ),
+        (
+            f"[23000] {MS18}[SQL Server]Violation of UNIQUE KEY constraint 'uq_t_0'. Cannot insert duplicate key "
+            "in object 'dbo.t'. The duplicate key value is (7). (2627) (SQLExecDirectW)",
+            "unique_index",  # 2627 on a UNIQUE constraint: not the primary key
+            "uq_t_0",
+        ),
+        (
+            f"[23000] {MS18}[SQL Server]Cannot insert duplicate key row in object 'Sales.Customer' with unique "
+            "index 'AK_Customer_rowguid'. The duplicate key value is (547). (2601) (SQLExecDirectW)",
+            "unique_index",
+            "AK_Customer_rowguid",
+        ),
+        (
+            f"[23000] {MS18}[SQL Server]The INSERT statement conflicted with the FOREIGN KEY constraint "
+            '"FK_Vendor_BusinessEntity". The conflict occurred in database "applier", table '
+            "\"Person.BusinessEntity\", column 'BusinessEntityID'. (547) (SQLExecDirectW)",
+            "foreign_key",
+            "FK_Vendor_BusinessEntity",
+        ),
+    ],
+)
+def test_the_constraint_that_fired_is_named_and_tells_the_primary_key_apart(
+    message: str, cls: str, constraint: str
+) -> None:
+    c = D.classify(Exception("23000", message)).keyed({"PK_t"})
+    assert (c.cls.value, c.constraint) == (cls, constraint)
+
+
+def test_primary_key_is_named_by_sql_servers_convention() -> None:
+    art = article("dbo", "t" * 110, [("id", "int", "")], ("id",))
+    name = D.primary_key_name(art)
+    assert name == "PK_" + "t" * 110  # SQL Server's own convention
+    assert f"constraint {D.quote(name)} primary key ([id])" in D.create_table_sql(art)
 
 
 def test_native_code() -> None:

@@ -4,7 +4,7 @@ CREATE TABLE "Person"."BusinessEntityAddress" (
     "AddressTypeID" integer NOT NULL,
     "rowguid" uuid NOT NULL,
     "ModifiedDate" timestamp(3) NOT NULL,
-    PRIMARY KEY ("BusinessEntityID", "AddressID", "AddressTypeID")
+    CONSTRAINT "BusinessEntityAddress_pkey" PRIMARY KEY ("BusinessEntityID", "AddressID", "AddressTypeID")
 );
 -- INSERT procedure using CALL syntax: all columns in article order.
 CREATE OR REPLACE PROCEDURE "Person"."sp_MSins_PersonBusinessEntityAddress"(c1 integer, c2 integer, c3 integer, c4 uuid, c5 timestamp(3))

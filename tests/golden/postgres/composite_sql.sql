@@ -4,7 +4,7 @@ CREATE TABLE "Person"."BusinessEntityAddress" (
     "AddressTypeID" integer NOT NULL,
     "rowguid" uuid NOT NULL,
     "ModifiedDate" timestamp(3) NOT NULL,
-    PRIMARY KEY ("BusinessEntityID", "AddressID", "AddressTypeID")
+    CONSTRAINT "BusinessEntityAddress_pkey" PRIMARY KEY ("BusinessEntityID", "AddressID", "AddressTypeID")
 );
 -- I statement
 INSERT INTO "Person"."BusinessEntityAddress" ("BusinessEntityID", "AddressID", "AddressTypeID", "rowguid", "ModifiedDate") VALUES (CAST(? AS integer), CAST(? AS integer), CAST(? AS integer), CAST(? AS uuid), CAST(? AS timestamp(3)));

@@ -4,7 +4,7 @@ CREATE TABLE "we ird]"."Order]Details; --" (
     "[x]" integer NOT NULL,
     "名前" varchar(20),
     "--c" date,
-    PRIMARY KEY ("it's", "[x]")
+    CONSTRAINT "Order]Details; --_pkey" PRIMARY KEY ("it's", "[x]")
 );
 -- INSERT procedure using CALL syntax: all columns in article order.
 CREATE OR REPLACE PROCEDURE "we ird]"."sp_MSins_we ird]Order]Details; --"(c1 integer, c2 varchar(10), c3 integer, c4 varchar(20), c5 date)

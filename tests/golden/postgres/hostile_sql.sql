@@ -4,7 +4,7 @@ CREATE TABLE "we ird]"."Order]Details; --" (
     "[x]" integer NOT NULL,
     "名前" varchar(20),
     "--c" date,
-    PRIMARY KEY ("it's", "[x]")
+    CONSTRAINT "Order]Details; --_pkey" PRIMARY KEY ("it's", "[x]")
 );
 -- I statement
 INSERT INTO "we ird]"."Order]Details; --" ("it's", "a b", "[x]", "名前", "--c") VALUES (CAST(? AS integer), CAST(? AS varchar(10)), CAST(? AS integer), CAST(? AS varchar(20)), CAST(? AS date));

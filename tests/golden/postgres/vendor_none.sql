@@ -7,7 +7,7 @@ CREATE TABLE "Purchasing"."Vendor" (
     "ActiveFlag" boolean NOT NULL,
     "PurchasingWebServiceURL" varchar(1024),
     "ModifiedDate" timestamp(3) NOT NULL,
-    PRIMARY KEY ("VendorID")
+    CONSTRAINT "Vendor_pkey" PRIMARY KEY ("VendorID")
 );
 -- I: NONE;
 -- U: NONE;

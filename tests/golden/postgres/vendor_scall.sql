@@ -7,7 +7,7 @@ CREATE TABLE "Purchasing"."Vendor" (
     "ActiveFlag" boolean NOT NULL,
     "PurchasingWebServiceURL" varchar(1024),
     "ModifiedDate" timestamp(3) NOT NULL,
-    PRIMARY KEY ("VendorID")
+    CONSTRAINT "Vendor_pkey" PRIMARY KEY ("VendorID")
 );
 -- INSERT procedure using CALL syntax: all columns in article order.
 CREATE OR REPLACE PROCEDURE "Purchasing"."sp_MSins_PurchasingVendor"(c1 integer, c2 varchar(15), c3 varchar(50), c4 smallint, c5 boolean, c6 boolean, c7 varchar(1024), c8 timestamp(3))

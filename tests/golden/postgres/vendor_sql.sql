@@ -7,7 +7,7 @@ CREATE TABLE "Purchasing"."Vendor" (
     "ActiveFlag" boolean NOT NULL,
     "PurchasingWebServiceURL" varchar(1024),
     "ModifiedDate" timestamp(3) NOT NULL,
-    PRIMARY KEY ("VendorID")
+    CONSTRAINT "Vendor_pkey" PRIMARY KEY ("VendorID")
 );
 -- I statement
 INSERT INTO "Purchasing"."Vendor" ("VendorID", "AccountNumber", "Name", "CreditRating", "PreferredVendorStatus", "ActiveFlag", "PurchasingWebServiceURL", "ModifiedDate") VALUES (CAST(? AS integer), CAST(? AS varchar(15)), CAST(? AS varchar(50)), CAST(? AS smallint), CAST(? AS boolean), CAST(? AS boolean), CAST(? AS varchar(1024)), CAST(? AS timestamp(3)));

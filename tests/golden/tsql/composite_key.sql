@@ -4,7 +4,7 @@ create table [Person].[BusinessEntityAddress] (
     [AddressTypeID] int not null,
     [rowguid] uniqueidentifier not null,
     [ModifiedDate] datetime not null,
-    primary key ([BusinessEntityID], [AddressID], [AddressTypeID])
+    constraint [PK_BusinessEntityAddress] primary key ([BusinessEntityID], [AddressID], [AddressTypeID])
 )
 go
 if object_id(N'[Person].[sp_MSins_PersonBusinessEntityAddress]', N'P') is not null drop procedure [Person].[sp_MSins_PersonBusinessEntityAddress]

@@ -4,7 +4,7 @@ create table [Person].[BusinessEntityAddress] (
     [AddressTypeID] int not null,
     [rowguid] uniqueidentifier not null,
     [ModifiedDate] datetime not null,
-    primary key ([BusinessEntityID], [AddressID], [AddressTypeID])
+    constraint [PK_BusinessEntityAddress] primary key ([BusinessEntityID], [AddressID], [AddressTypeID])
 )
 go
 -- I statement

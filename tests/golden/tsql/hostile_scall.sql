@@ -4,7 +4,7 @@ create table [we ird]]].[Order]]Details; --] (
     [[x]]] int not null,
     [名前] nvarchar(20) null,
     [--c] date null,
-    primary key ([it's], [[x]]])
+    constraint [PK_Order]]Details; --] primary key ([it's], [[x]]])
 )
 go
 if object_id(N'[we ird]]].[sp_MSins_we ird]]Order]]Details; --]', N'P') is not null drop procedure [we ird]]].[sp_MSins_we ird]]Order]]Details; --]

@@ -2,7 +2,7 @@ create table [Person].[BusinessEntity] (
     [BusinessEntityID] int not null, -- identity at the publisher
     [rowguid] uniqueidentifier not null,
     [ModifiedDate] datetime not null,
-    primary key ([BusinessEntityID])
+    constraint [PK_BusinessEntity] primary key ([BusinessEntityID])
 )
 go
 if object_id(N'[Person].[sp_MSins_PersonBusinessEntity]', N'P') is not null drop procedure [Person].[sp_MSins_PersonBusinessEntity]

@@ -7,7 +7,7 @@ create table [Purchasing].[Vendor] (
     [ActiveFlag] bit not null,
     [PurchasingWebServiceURL] nvarchar(1024) null,
     [ModifiedDate] datetime not null,
-    primary key ([VendorID])
+    constraint [PK_Vendor] primary key ([VendorID])
 )
 go
 if object_id(N'[Purchasing].[sp_MSins_PurchasingVendor]', N'P') is not null drop procedure [Purchasing].[sp_MSins_PurchasingVendor]

@@ -7,7 +7,7 @@ create table [Purchasing].[Vendor] (
     [ActiveFlag] bit not null,
     [PurchasingWebServiceURL] nvarchar(1024) null,
     [ModifiedDate] datetime not null,
-    primary key ([VendorID])
+    constraint [PK_Vendor] primary key ([VendorID])
 )
 go
 -- I statement

@@ -9,7 +9,7 @@ create table [dbo].[Wide] (
     [Blob] varbinary(max) null,
     [Ver] binary(8) null,
     [Flag] bit null,
-    primary key ([Id])
+    constraint [PK_Wide] primary key ([Id])
 )
 go
 if object_id(N'[dbo].[sp_MSins_dboWide]', N'P') is not null drop procedure [dbo].[sp_MSins_dboWide]
