@@ -275,6 +275,7 @@ class Sender:
                 else "lock timeout: waiting for a lock a stream at the barrier holds (controlled schedule)"
             )
             failure = dataclasses.replace(failure, cls=cls, code=code, message=why, transient=True)
+            self.steps[-1]["result"] = {"class": cls, "code": code, "message": why}
         return failure
 
     def _execute_chunk(self, chunk: Sequence[tuple[Row | None, Call]]) -> Failure | None:
