@@ -131,35 +131,105 @@ def _digest(case: Case) -> int:
     return hash(tuple(json.dumps(r, sort_keys=True) for r in case.snapshot))
 
 
-def _blamed_lsns(
-    outcome: Mapping[str, Any], report: Mapping[str, Any] | None, limit: int = 3
+class _Rows:
+    """Which row (article, key) each command of a case reads and writes."""
+
+    def __init__(self, case: Case, config: Config) -> None:
+        cols = {a.name: a.key for a in config.articles}
+        self.by_lsn: dict[int, tuple[str, str | None, str | None]] = {}
+        self.order: list[int] = []
+        self.touching: dict[tuple[str, str], list[int]] = {}  # in lsn order
+        for r in case.changes:
+            key = cols.get(r["article"], ())
+            kb = _key(key, r.get("before"))
+            ka = _key(key, r.get("after"))
+            self.by_lsn[int(r["lsn"])] = (str(r["article"]), kb, ka)
+            self.order.append(int(r["lsn"]))
+            for k in {kb, ka} - {None}:
+                self.touching.setdefault((str(r["article"]), str(k)), []).append(int(r["lsn"]))
+
+    def lineage(self, article: str, key: str, before: float, depth: int = 4, limit: int = 64) -> set[int]:
+        """The commands before lsn ``before`` that read or wrote the row at ``key``; for one that
+        moved a row to ``key``, also that row's lineage at its earlier key."""
+        out: set[int] = set()
+        for lsn in reversed(self.touching.get((article, key), ())):
+            if lsn >= before:
+                continue
+            _, kb, ka = self.by_lsn[lsn]
+            out.add(lsn)
+            if ka == key and kb is not None and kb != key and depth > 0:
+                out |= self.lineage(article, kb, lsn, depth - 1, limit)
+            if len(out) >= limit:
+                break
+        return out
+
+    def closed(self, xacts: Iterable[int], xact_of: Mapping[int, int], limit: int = 64) -> list[int] | None:
+        """``xacts`` with the transactions that wrote the history of every row their commands
+        touch, until nothing is missing: a slice no command of which finds a row its history
+        was cut from (that would fail on one stream too). None when it outgrows ``limit``."""
+        keep = set(xacts)
+        todo = [lsn for lsn in self.order if xact_of[lsn] in keep]
+        seen: set[int] = set()
+        while todo:
+            lsn = todo.pop()
+            if lsn in seen:
+                continue
+            seen.add(lsn)
+            art, kb, ka = self.by_lsn[lsn]
+            for key in {kb, ka} - {None}:
+                assert key is not None
+                for earlier in self.lineage(art, key, lsn):
+                    x = xact_of[earlier]
+                    if x not in keep:
+                        keep.add(x)
+                        if len(keep) > limit:
+                            return None
+                        todo += [m for m in self.order if xact_of[m] == x]
+        return sorted(keep)
+
+
+def _key(cols: Sequence[str], image: Mapping[str, Any] | None) -> str | None:
+    return json.dumps([image.get(c) for c in cols]) if image else None
+
+
+def _seeds(
+    case: Case, config: Config, outcome: Mapping[str, Any], report: Mapping[str, Any] | None, limit: int = 4
 ) -> list[set[int]]:
-    """Sets of lsns to start a slice from: the commands of each of the first divergent rows
-    (with the command one hop back), and each of the first conflicts."""
+    """Sets of lsns to cut a slice around, best first: for each conflict, the history of the
+    row its command needed (without the command: a command that failed is often how a lost
+    change came to light, not what lost it), then with it; for each divergent row that was
+    applied (rows left unapplied after a failed round are consequences), its inverted pair and
+    the history of its key."""
+    rows = _Rows(case, config)
     seeds: list[set[int]] = []
-    for d in (report or {}).get("divergent") or ():
-        lsns = {int(c["lsn"]) for c in d.get("commands") or () if c.get("lsn") is not None}
-        if lsns and lsns not in seeds:
-            seeds.append(lsns)
-        if len(seeds) >= limit:
+
+    def add(s: set[int]) -> None:
+        if s and s not in seeds:
+            seeds.append(s)
+
+    conflicts = sorted({int(c[0]) for c in outcome.get("conflicts") or () if c and c[0] is not None})
+    for lsn in conflicts[:limit]:
+        if lsn not in rows.by_lsn:
+            continue
+        art, kb, ka = rows.by_lsn[lsn]
+        history = rows.lineage(art, kb or ka or "", lsn)
+        add(history)
+        add(history | {lsn})
+    shown = list((report or {}).get("divergent") or ())
+    for d in shown:
+        cmds = d.get("commands") or ()
+        if cmds and all(c.get("outcome") == "not_applied" for c in cmds):
+            continue
+        inv = d.get("inverted") or {}
+        if inv.get("first") is not None and inv.get("second") is not None:
+            add({int(inv["first"]), int(inv["second"])})
+        add(rows.lineage(str(d["article"]), json.dumps(list(d["key"])), float("inf")))
+        if len(seeds) >= 2 * limit:
             break
-    for c in (outcome.get("conflicts") or ())[:limit]:
-        if c and c[0] is not None and {int(c[0])} not in seeds:
-            seeds.append({int(c[0])})
+    if not shown:
+        for art, key in (outcome.get("divergent") or ())[:limit]:
+            add(rows.lineage(str(art), json.dumps(list(key)), float("inf")))
     return seeds
-
-
-def _touching(case: Case, config: Config, keys: Iterable[Sequence[Any]]) -> set[int]:
-    """The lsns of the commands whose before or after image has one of ``keys`` ([article, key])."""
-    wanted = {(str(a), json.dumps(list(k))) for a, k in keys}
-    key_cols = {a.name: a.key for a in config.articles}
-    out = set()
-    for r in case.changes:
-        cols = key_cols.get(r["article"], ())
-        for img in (r.get("before"), r.get("after")):
-            if img and (r["article"], json.dumps([img.get(c) for c in cols])) in wanted:
-                out.add(int(r["lsn"]))
-    return out
 
 
 def _rows_used(case: Case, config: Config) -> list[int]:
@@ -223,8 +293,7 @@ def shrink(
         def transactions() -> int:
             c: Case = state["case"]
             xacts = c.transactions
-            by_lsn = {int(r["lsn"]): int(r["xact_seqno"]) for r in c.changes}
-            start = _slice_transactions(c, xacts, by_lsn, _blamed_lsns(original, folder.report), fails)
+            start = _slice_transactions(c, config, _seeds(c, config, original, folder.report), fails)
             if start is None:
                 if not fails(c):
                     raise ApplierError(
@@ -232,7 +301,17 @@ def shrink(
                         "recorded schedule; nothing to shrink (applier replay says what differs)"
                     )
                 start = xacts
-            keep = ddmin(start, Cached(lambda xs: fails(c.keep_transactions(xs))))
+            # Each subset ddmin asks about is tried closed under row history (within the start):
+            # a cut that leaves a command without the row it needs only fails serially.
+            pool = c.keep_transactions(start)
+            rows = _Rows(pool, config)
+            xact_of = {int(r["lsn"]): int(r["xact_seqno"]) for r in pool.changes}
+
+            def closed(xs: Sequence[int]) -> list[int]:
+                got = rows.closed(xs, xact_of, limit=len(start))
+                return list(start) if got is None else got
+
+            keep = closed(ddmin(start, Cached(lambda xs: fails(pool.keep_transactions(closed(xs))))))
             state["case"] = c.keep_transactions(keep)
             return len(keep)
 
@@ -241,10 +320,21 @@ def shrink(
             lsns = [int(r["lsn"]) for r in c.changes]
             keys = (fails.last.outcome.get("divergent") if fails.last else None) or ()
             start: Sequence[int] = lsns
-            focus = [x for x in lsns if x in _touching(c, config, keys)]
+            rows = _Rows(c, config)
+            history = {x for a, k in keys for x in rows.lineage(str(a), json.dumps(list(k)), float("inf"))}
+            focus = [x for x in lsns if x in history]
             if focus and len(focus) < len(lsns) and fails(c.keep_commands(focus)):
                 start = focus
-            keep = ddmin(start, Cached(lambda xs: fails(c.keep_commands(xs))))
+
+            def closed(xs: Sequence[int]) -> list[int]:
+                needed = set(xs)
+                for x in xs:
+                    art, kb, ka = rows.by_lsn[x]
+                    for key in {kb, ka} - {None}:
+                        needed |= rows.lineage(art, str(key), x)
+                return [x for x in lsns if x in needed]
+
+            keep = closed(ddmin(start, Cached(lambda xs: fails(c.keep_commands(closed(xs))))))
             state["case"] = c.keep_commands(keep)
             return len(keep)
 
@@ -296,26 +386,31 @@ def shrink(
 
 def _slice_transactions(
     case: Case,
-    xacts: list[int],
-    by_lsn: Mapping[int, int],
+    config: Config,
     seeds: Sequence[set[int]],
     fails: Callable[[Case], bool],
+    attempts: int = 10,
 ) -> list[int] | None:
-    """The first slice of transactions around a blamed command that fails: the blamed
-    transactions alone, then with every transaction between them and 0, 1, 4, 16, 64 before."""
+    """The first slice of transactions around a seed that fails: the seed's transactions, then
+    with every transaction between them and 1, 4, 16 before, each closed under row history
+    (:meth:`_Rows.closed`; at most 64 transactions); at most ``attempts`` runs."""
+    xacts = case.transactions
+    xact_of = {int(r["lsn"]): int(r["xact_seqno"]) for r in case.changes}
+    rows = _Rows(case, config)
     pos = {x: i for i, x in enumerate(xacts)}
+    tried: list[list[int]] = []
     for lsns in seeds:
-        blamed = sorted({by_lsn[x] for x in lsns if x in by_lsn}, key=pos.__getitem__)
+        blamed = sorted({xact_of[x] for x in lsns if x in xact_of}, key=pos.__getitem__)
         if not blamed:
             continue
         lo, hi = pos[blamed[0]], pos[blamed[-1]]
-        tried: list[list[int]] = []
-        for k in (None, 0, 1, 4, 16, 64):
-            cut = blamed if k is None else xacts[max(lo - k, 0) : hi + 1]
-            if cut in tried:
+        for k in (None, 1, 4, 16):
+            around = blamed if k is None else xacts[max(lo - k, 0) : hi + 1]
+            cut = rows.closed(around, xact_of) if len(around) <= 64 else None
+            if cut is None or cut in tried or len(cut) * 2 > len(xacts):
                 continue
-            if len(cut) * 2 > len(xacts):
-                break
+            if len(tried) >= attempts:
+                return None
             tried.append(cut)
             if fails(case.keep_transactions(cut)):
                 return cut

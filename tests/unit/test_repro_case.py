@@ -164,3 +164,61 @@ def test_same_failure_and_differences():
     assert got[0] == "verdict diverged then, converged now"
     assert got[1].startswith('conflicts: 0 then, 1 now: 1 new (first [5, 1, "row_not_found"])')
     assert got[2].startswith('divergent: 1 then, 0 now: 1 gone (first ["dbo.t", [3]])')
+
+
+def test_lineage_follows_a_row_through_its_key_changes():
+    from applier.repro.shrink import _Rows, _seeds
+
+    def u(lsn, old, new):
+        return _rec(lsn, lsn, "U", {"id": old, "v": "a"}, {"id": new, "v": "a"})
+
+    case = Case(
+        (
+            _rec(1, 1, "I", None, {"id": 1, "v": "a"}),
+            u(2, 7, 8),  # another row
+            u(3, 1, 2),  # chain link 1
+            u(4, 2, 3),  # chain link 2
+            _rec(5, 5, "D", {"id": 3, "v": "a"}),  # found no row: how the lost link came to light
+            u(6, 8, 9),
+        )
+    )
+    rows = _Rows(case, _config())
+    assert rows.lineage("dbo.t", "[3]", 5) == {1, 3, 4}
+    assert rows.lineage("dbo.t", "[3]", float("inf")) == {1, 3, 4, 5}
+    assert rows.lineage("dbo.t", "[9]", float("inf")) == {2, 6}
+    outcome = {"verdict": "diverged", "conflicts": [[5, 0, "row_not_found"]], "divergent": [["dbo.t", [9]]]}
+    report = {
+        "divergent": [
+            {"article": "dbo.t", "key": [9], "commands": [{"lsn": 6, "outcome": "not_applied"}]},
+            {
+                "article": "dbo.t",
+                "key": [2],
+                "commands": [{"lsn": 3, "outcome": "applied"}],
+                "inverted": {"first": 3, "second": 4},
+            },
+        ]
+    }
+    # The conflict's history without it, then with it; rows never applied are passed over.
+    assert _seeds(case, _config(), outcome, report) == [{1, 3, 4}, {1, 3, 4, 5}, {3, 4}]
+
+
+def test_a_slice_is_closed_under_row_history():
+    from applier.repro.shrink import _Rows
+
+    def u(lsn, xact, old, new):
+        return _rec(lsn, xact, "U", {"id": old, "v": "a"}, {"id": new, "v": "a"})
+
+    case = Case(
+        (
+            _rec(1, 1, "I", None, {"id": 5, "v": "a"}),
+            u(2, 2, 1, 2),
+            u(3, 3, 2, 3),
+            _rec(4, 3, "U", {"id": 5, "v": "a"}, {"id": 5, "v": "b"}),  # needs the insert of xact 1
+            u(5, 4, 9, 9),
+        )
+    )
+    rows = _Rows(case, _config())
+    xact_of = {r["lsn"]: r["xact_seqno"] for r in case.changes}
+    assert rows.closed([3], xact_of) == [1, 2, 3]
+    assert rows.closed([4], xact_of) == [4]
+    assert rows.closed([3], xact_of, limit=2) is None
