@@ -55,8 +55,11 @@ def export(run_dir: str | Path, out: str | Path, *, dialect: str = "postgres", s
     if dialect not in DIALECT_NAMES:
         raise ConfigError(f"--dialect: {' or '.join(DIALECT_NAMES)}, not {dialect!r}")
     folder = read_run_dir(run_dir)
-    if folder.schedule is None:
-        raise InputError(f"{folder.path}: no schedule.jsonl (the run did not finish); nothing to export")
+    if folder.schedule is None and folder.config.run.schedule != "controlled":
+        raise InputError(
+            f"{folder.path}: no schedule.jsonl (the run did not finish) and no controlled schedule to "
+            "run again; nothing to export"
+        )
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not (out / "repro.json").exists():
         raise InputError(f"{out}: exists and is not an earlier export; choose another --out")
@@ -66,7 +69,7 @@ def export(run_dir: str | Path, out: str | Path, *, dialect: str = "postgres", s
         config, case = load_case(folder, work, spark)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    steps = read_schedule(folder.schedule)
+    steps = read_schedule(folder.schedule) if folder.schedule is not None else []
     d = DIALECTS[dialect]()
     written: list[str] = []
 
@@ -82,8 +85,11 @@ def export(run_dir: str | Path, out: str | Path, *, dialect: str = "postgres", s
         written.append("snapshot.jsonl")
     else:
         (out / "snapshot.jsonl").unlink(missing_ok=True)
-    shutil.copyfile(folder.schedule, out / "schedule.jsonl")
-    written.append("schedule.jsonl")
+    if folder.schedule is not None:
+        shutil.copyfile(folder.schedule, out / "schedule.jsonl")
+        written.append("schedule.jsonl")
+    else:  # a run that raised before it recorded its steps: its own seed schedules it again
+        (out / "schedule.jsonl").unlink(missing_ok=True)
     put("outcome.json", json.dumps(folder.outcome or {}, indent=2, default=str) + "\n")
     if (out / "custom").exists():
         shutil.rmtree(out / "custom")
@@ -94,9 +100,11 @@ def export(run_dir: str | Path, out: str | Path, *, dialect: str = "postgres", s
         shutil.copyfile(p, out / name)
         custom.append(name)
         written.append(name)
-    followed = with_schedule(
-        config, schedule="controlled", schedule_strategy="recorded", schedule_file="schedule.jsonl"
-    )
+    followed = config
+    if folder.schedule is not None:
+        followed = with_schedule(
+            config, schedule="controlled", schedule_strategy="recorded", schedule_file="schedule.jsonl"
+        )
     put("config.json", json.dumps(config_file_dict(followed, workload=False), indent=2, default=str) + "\n")
     arts = config.articles
     ddl = [(d.create_schema_sql(s), True) for s in sorted({a.schema for a in arts})]
@@ -120,7 +128,7 @@ def export(run_dir: str | Path, out: str | Path, *, dialect: str = "postgres", s
         "changes": "changes.jsonl",
         "snapshot": "snapshot.jsonl" if case.snapshot else None,
         "custom_sql": custom,
-        "schedule": "schedule.jsonl",
+        "schedule": "schedule.jsonl" if folder.schedule is not None else None,
         "outcome": folder.outcome,
         "transactions": len(case.transactions),
         "commands": len(case.changes),
@@ -163,7 +171,8 @@ def _config():  # type: ignore[no-untyped-def]
     from applier.config import parse_config
 
     data = json.loads((HERE / "config.json").read_text(encoding="utf-8"))
-    data["run"]["schedule_file"] = str(HERE / data["run"]["schedule_file"])
+    if data["run"].get("schedule_file"):
+        data["run"]["schedule_file"] = str(HERE / data["run"]["schedule_file"])
     return parse_config(data, str(HERE / "config.json"))
 
 

@@ -120,7 +120,7 @@ def test_seeded_bug_is_found_shrunk_and_exported(name, spark, target, tmp_path):
             "tries": len(ex.tries),
             "found_seed": ex.found.seed,
             "explore_seconds": round(explore_s, 1),
-            "divergent_rows": ex.found.divergent,
+            "divergent_rows": report["divergent_rows"],
             "shrink_runs": s.runs,
             "shrink_seconds": round(s.seconds, 1),
             "shrink_phases": {p.name: [p.before, p.after, p.runs, round(p.seconds, 1)] for p in s.phases},
