@@ -222,3 +222,34 @@ def test_a_slice_is_closed_under_row_history():
     assert rows.closed([3], xact_of) == [1, 2, 3]
     assert rows.closed([4], xact_of) == [4]
     assert rows.closed([3], xact_of, limit=2) is None
+
+
+def test_export_without_a_recorded_schedule_runs_its_own_seed_again(tmp_path):
+    """A try that raised before its steps were recorded (explore writes its outcome): the
+    export keeps the controlled seed, and says so; T-SQL scripts on request."""
+    from applier.repro.export import export
+
+    run = tmp_path / "run"
+    run.mkdir()
+    cfg = _config(schedule="controlled", schedule_seed=5, streams=2)
+    (run / "config.json").write_text(json.dumps(cfg.to_dict()))
+    changes = tmp_path / "changes.jsonl"
+    changes.write_text(json.dumps(_rec(1, 1, "I", None, {"id": 1, "v": "it's"})) + "\n")
+    (run / "inputs.json").write_text(
+        json.dumps({"changes": str(changes), "snapshot": None, "custom_sql": []})
+    )
+    (run / "outcome.json").write_text(json.dumps(error_outcome(RuntimeError("boom"))))
+    x = export(run, tmp_path / "x", dialect="tsql")
+    assert "schedule.jsonl" not in x.files and x.steps == 0
+    saved = json.loads((x.out / "config.json").read_text())["run"]
+    assert (saved["schedule"], saved["schedule_strategy"], saved["schedule_seed"]) == ("controlled", "pct", 5)
+    assert "schedule_file" not in saved or saved["schedule_file"] is None
+    assert json.loads((x.out / "repro.json").read_text())["schedule"] is None
+    assert "create table [dbo].[t]" in (x.out / "ddl.sql").read_text().lower()
+    assert "INSERT" not in (x.out / "setup.sql").read_text()  # no snapshot rows
+    assert "RuntimeError: boom" in (x.out / "README.md").read_text()
+    compile((x.out / "test_repro.py").read_text(), "test_repro.py", "exec")
+    # Without a controlled schedule to run again there is nothing to export.
+    (run / "config.json").write_text(json.dumps(_config().to_dict()))
+    with pytest.raises(InputError, match="nothing to export"):
+        export(run, tmp_path / "y")
