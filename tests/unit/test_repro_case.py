@@ -246,7 +246,7 @@ def test_export_without_a_recorded_schedule_runs_its_own_seed_again(tmp_path):
     assert "schedule_file" not in saved or saved["schedule_file"] is None
     assert json.loads((x.out / "repro.json").read_text())["schedule"] is None
     assert "create table [dbo].[t]" in (x.out / "ddl.sql").read_text().lower()
-    assert "INSERT" not in (x.out / "setup.sql").read_text()  # no snapshot rows
+    assert "-- the initial snapshot: 0 row(s)" in (x.out / "setup.sql").read_text()
     assert "RuntimeError: boom" in (x.out / "README.md").read_text()
     compile((x.out / "test_repro.py").read_text(), "test_repro.py", "exec")
     # Without a controlled schedule to run again there is nothing to export.
