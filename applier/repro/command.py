@@ -107,8 +107,16 @@ def _target(spec: str | None) -> Any:
 
 def cmd_explore(a: argparse.Namespace, make_config: Callable[[argparse.Namespace], Any]) -> int:
     import applier.api
+    from applier.errors import ConfigError
     from applier.repro.explore import Try, explore
 
+    if a.schedule_file or a.schedule_strategy == "recorded":
+        raise ConfigError(
+            "--schedule-file: explore runs schedules of its own (--strategy, --first-seed); "
+            "applier replay RUN_DIR follows a recorded one"
+        )
+    if a.budget < 1:
+        raise ConfigError(f"--budget: at least 1 try, got {a.budget}")
     config = make_config(a)
     applier.api.check_paths(
         a.changes,

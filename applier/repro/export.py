@@ -24,12 +24,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from applier.errors import ConfigError, InputError
+from applier.leftovers import owned_dir
 from applier.repro.case import config_file_dict, load_case, read_run_dir, write_jsonl
 from applier.repro.runner import with_schedule
 from applier.repro.sqlscript import interleaved, setup_script
@@ -64,7 +64,7 @@ def export(run_dir: str | Path, out: str | Path, *, dialect: str = "postgres", s
     if out.exists() and any(out.iterdir()) and not (out / "repro.json").exists():
         raise InputError(f"{out}: exists and is not an earlier export; choose another --out")
     out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="applier-export-"))
+    work = owned_dir("applier-work-export-")  # applier clean removes it after a kill -9
     try:
         config, case = load_case(folder, work, spark)
     finally:

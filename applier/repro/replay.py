@@ -10,13 +10,13 @@ The outcome (verdict, conflicts, divergent keys) is compared with the recorded
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from applier.errors import InputError
+from applier.leftovers import owned_dir
 from applier.repro.case import read_run_dir
 from applier.repro.runner import Attempt, attempt, differences, follow
 
@@ -39,7 +39,8 @@ def replay(run_dir: str | Path, target: Any, *, out: str | Path | None = None, s
         raise InputError(f"{folder.path}: no outcome.json (the run did not finish); nothing to compare")
     config = follow(folder.config, folder.schedule) if folder.schedule is not None else folder.config
     keep = out is not None
-    where = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="applier-replay-"))
+    work = None if out is not None else owned_dir("applier-work-replay-")  # applier clean: after a kill -9
+    where = Path(out) if out is not None else Path(str(work)) / "run"
     try:
         got = attempt(
             config,
@@ -51,8 +52,8 @@ def replay(run_dir: str | Path, target: Any, *, out: str | Path | None = None, s
             spark=spark,
         )
     finally:
-        if not keep:
-            shutil.rmtree(where, ignore_errors=True)
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
     return Replayed(
         folder.outcome, got, tuple(differences(folder.outcome, got.outcome)), where if keep else None
     )

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -29,6 +28,7 @@ from typing import Any
 
 from applier.config import Config
 from applier.errors import ApplierError
+from applier.leftovers import owned_dir
 from applier.repro.case import Case, describe, load_case, read_run_dir
 from applier.repro.ddmin import Cached, ddmin
 from applier.repro.runner import Attempt, attempt_case, follow, same_failure, serial
@@ -270,7 +270,7 @@ def shrink(
     if out.exists():
         shutil.rmtree(out)
     t0 = time.perf_counter()
-    work = Path(tempfile.mkdtemp(prefix="applier-shrink-"))
+    work = owned_dir("applier-work-shrink-")  # applier clean removes it after a kill -9
     try:
         config, case = load_case(folder, work, spark)
         recorded = None
