@@ -32,7 +32,9 @@ from applier.repro.export import export
 from applier.repro.shrink import shrink
 from tests.integration.repro_streams import DATA, config, orders_stream, run_pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.faults]
+# Each bug is a few dozen runs (each a whole run's Spark jobs) on 2 cores (5-9 min here with other jobs
+# running): beyond the suite's 10-minute default, not beyond 40.
+pytestmark = [pytest.mark.integration, pytest.mark.faults, pytest.mark.timeout(2400)]
 
 
 def _replace_custom(out: Path, fixed: str) -> None:
