@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
 import stat
 import sys
 from collections.abc import Mapping, Sequence
@@ -220,8 +222,75 @@ def load_config(path: str | Path) -> Config:
     path = Path(path)
     suffix = path.suffix.lower()
     fmt = "YAML" if suffix in (".yaml", ".yml") else "JSON" if suffix == ".json" else "TOML"
-    data = _parsed(path, _text(path), fmt)
-    return parse_config(data, str(path))
+    text = _text(path)
+    env = Expansion(path, text)
+    data = env.expand(_parsed(path, text, fmt))
+    try:
+        return parse_config(data, str(path))
+    except ConfigError as e:
+        raise ConfigError(env.scrub(str(e))) from None
+
+
+# ${VAR} or ${VAR:-default} in a string value; $${...} is a literal ${...}
+_REF = re.compile(r"\$\$\{|\$\{(?:([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|[^}]*\}?)")
+_SECRET_NAME = re.compile(r"PASSWORD|PASSWD|PWD|SECRET|TOKEN|CREDENTIAL|KEY", re.IGNORECASE)
+
+
+class Expansion:
+    """``${VAR}`` and ``${VAR:-default}`` (default when VAR is unset or empty) in the string
+    values of a configuration file, from the environment: CI keeps a connection string's
+    password in a secret, never in a committed file. Only values are expanded (keys,
+    comments and other types are left as they are), and a value is never parsed again, so a
+    password holding quotes or ``;`` cannot change the file's structure. ``$${`` is a
+    literal ``${``. An unset variable without a default is a ConfigError naming the file, the
+    line and the variable. The values of variables named like secrets (PASSWORD, PWD,
+    SECRET, TOKEN, KEY...) are replaced by ``***`` in the file's error messages."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.text = text
+        self.secrets: set[str] = set()
+
+    def expand(self, data: Any) -> Any:
+        if isinstance(data, str):
+            return _REF.sub(self._value, data) if "${" in data else data
+        if isinstance(data, list):
+            return [self.expand(v) for v in data]
+        if isinstance(data, dict):
+            return {k: self.expand(v) for k, v in data.items()}
+        return data
+
+    def _value(self, m: re.Match[str]) -> str:
+        if m.group(0) == "$${":
+            return "${"
+        name, default = m.group(1), m.group(2)
+        if name is None:
+            raise ConfigError(
+                f"{self._where(m.group(0))}: bad reference {m.group(0)!r}: expected ${{NAME}} or "
+                "${NAME:-default} (NAME: letters, digits and _; $${ for a literal ${)"
+            )
+        value = os.environ.get(name)
+        if not value and default is not None:
+            value = default
+        if value is None:
+            raise ConfigError(
+                f"{self._where(m.group(0))}: environment variable {name} is not set "
+                f"(referenced as {m.group(0)}; give a default with ${{{name}:-default}})"
+            )
+        if _SECRET_NAME.search(name) and len(value) >= 3:
+            self.secrets.add(value)
+        return value
+
+    def _where(self, ref: str) -> str:
+        """The file and the line the reference is on (the first such line)."""
+        at = self.text.find(ref)
+        return f"{self.path}:{self.text.count(chr(10), 0, at) + 1}" if at >= 0 else str(self.path)
+
+    def scrub(self, message: str) -> str:
+        """The message with every secret value expanded into the file replaced by ***."""
+        for value in sorted(self.secrets, key=len, reverse=True):
+            message = message.replace(value, "***")
+        return message
 
 
 def _text(path: Path) -> str:

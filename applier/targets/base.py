@@ -11,6 +11,7 @@ context manager does both. Each database applier uses on it is an
 from __future__ import annotations
 
 import abc
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 
 BACKENDS: dict[str, Callable[..., Target]] = {}  # name -> class, filled by applier.targets
+ENV = "APPLIER_TARGET"  # the target when none is named (Target.parse(None))
 
 
 class Target(abc.ABC):
@@ -53,8 +55,15 @@ class Target(abc.ABC):
 
     @staticmethod
     def parse(spec: str | None, keep: bool = False) -> Target:
-        """``embedded`` (default), ``postgres-container``, ``mssql``, or an ODBC connection
-        string. ``keep``: the embedded server stays up after the run."""
+        """``embedded``, ``postgres-container``, ``mssql``, or an ODBC connection string.
+        ``None``: the ``APPLIER_TARGET`` environment variable if it is set (CI keeps the
+        connection string and its password in a secret), else ``embedded``. ``keep``: the
+        embedded server stays up after the run."""
+        if spec is None and os.environ.get(ENV, "").strip():
+            try:
+                return Target.parse(os.environ[ENV], keep)
+            except TargetError as e:  # the message is already redacted
+                raise TargetError(f"${ENV}: {e}") from None
         text = (spec or "embedded").strip()
         if text == "embedded":
             return Target.embedded(keep=keep)
