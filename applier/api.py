@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -29,7 +30,8 @@ from applier import pipeline
 from applier.config import Config, check_config, load_config
 from applier.errors import ConfigError, stop_of
 from applier.pipeline.rundir import finish_run_dir, prepare_run_dir
-from applier.report.json import run_report, unfinished_report, write_json
+from applier.report.files import write_reports
+from applier.report.json import run_report, unfinished_report
 from applier.results import RunResult, Verdict
 from applier.sources.files import check_inputs
 from applier.sparkenv import spark_session
@@ -83,35 +85,70 @@ def run(
     on_phase: Callable[[str], None] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     out_dir: str | Path | None = None,
+    junit: str | Path | None = None,
+    html: str | Path | None = None,
 ) -> RunResult:
     """Apply the configured stream (generated, or read from ``changes``) to every subscriber
-    with N streams and verify each. ``report``: also write the JSON report there (its path is
-    in ``RunResult.files``). ``spark``: a session to use (default: ``local[N]``, or the one
-    spark-submit started). ``out_dir``: the run's folder (:mod:`applier.pipeline.rundir`):
-    its configuration, inputs, report, schedule and outcome, for replay, shrink and export."""
-    config = check_config(config)
-    check_paths(changes, snapshot, custom_sql, report, work_dir)
-    if out_dir is not None:
-        _writable(Path(out_dir), "out_dir", True)
-        custom_sql = prepare_run_dir(out_dir, config, changes, snapshot, custom_sql)
-        report = report if report is not None else Path(out_dir) / "report.json"
+    with N streams and verify each. ``report`` / ``junit`` / ``html``: also write the JSON
+    report, its JUnit XML, its HTML page there (paths in ``RunResult.files``); a run that ends
+    before its verdict (an error, a signal) still writes them: verdict unknown, and why.
+    ``spark``: a session to use (default: ``local[N]``, or the one spark-submit started).
+    ``out_dir``: the run's folder (:mod:`applier.pipeline.rundir`): its configuration,
+    inputs, report, schedule and outcome, for replay, shrink and export."""
+    started = time.time()
+    reached: list[str] = []
+
+    def phase(text: str) -> None:
+        reached.append(text)
+        if on_phase is not None:
+            on_phase(text)
+
     try:
-        result = _run(
-            config, target, changes, snapshot, custom_sql, work_dir, resume, spark, on_phase, progress
-        )
+        config = check_config(config)
+        check_paths(changes, snapshot, custom_sql, report, work_dir)
+        for key, path in (("junit", junit), ("html", html)):
+            if path is not None:
+                _writable(Path(path), key, False)
+        if out_dir is not None:
+            _writable(Path(out_dir), "out_dir", True)
+            custom_sql = prepare_run_dir(out_dir, config, changes, snapshot, custom_sql)
+            report = report if report is not None else Path(out_dir) / "report.json"
+        result = _run(config, target, changes, snapshot, custom_sql, work_dir, resume, spark, phase, progress)
     except BaseException as e:
-        # A run that ends before its verdict (an error, a signal) still leaves its report.
-        if report is not None:
-            stop = stop_of(e)
-            code, why = (128 + stop.signum, str(stop)) if stop else (2, str(e) or type(e).__name__)
-            write_json(unfinished_report(config.to_dict(), why, code), report)
+        # A run that ends before its verdict (an error, a signal) still leaves its reports.
+        write_unfinished(
+            e, config, started, reached[-1] if reached else None, json=report, junit=junit, html=html
+        )
         raise
-    if report is not None:
-        path = write_json(run_report(result), report)
-        result = dataclasses.replace(result, files={**result.files, "json": str(path)})
+    result = dataclasses.replace(result, started=started, seconds=time.time() - started)
+    files = write_reports(run_report(result), json=report, junit=junit, html=html)
     if out_dir is not None:
-        result = dataclasses.replace(result, files={**result.files, **finish_run_dir(out_dir, result)})
-    return result
+        files.update(finish_run_dir(out_dir, result))
+    return dataclasses.replace(result, files={**result.files, **files})
+
+
+def write_unfinished(
+    e: BaseException,
+    config: Config | None,
+    started: float,
+    phase: str | None,
+    *,
+    json: str | Path | None = None,
+    junit: str | Path | None = None,
+    html: str | Path | None = None,
+) -> dict[str, str]:
+    """The reports of a run that ended before its verdict: unknown, why, the phase reached.
+    Never raises (the error that ended the run is what the caller reports)."""
+    if json is None and junit is None and html is None:
+        return {}
+    stop = stop_of(e)
+    code, why = (128 + stop.signum, str(stop)) if stop else (2, str(e) or type(e).__name__)
+    settings = config.to_dict() if isinstance(config, Config) else None
+    doc = unfinished_report(settings, why, code, started=started, seconds=time.time() - started, phase=phase)
+    try:
+        return write_reports(doc, json=json, junit=junit, html=html)
+    except Exception:  # noqa: BLE001 - a report path that cannot be written: the run's error is the news
+        return {}
 
 
 _API_NAMES = {"report": "report", "work_dir": "work_dir"}

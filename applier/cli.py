@@ -144,20 +144,29 @@ class _Parser(argparse.ArgumentParser):
 
 
 def cmd_run(a: argparse.Namespace) -> int:
+    import time
+
     from rich.console import Console
 
     import applier
 
     console = Console(stderr=False)
-    config = _config(a)
+    started = time.time()
+    config: Config | None = None
     try:
-        target = applier.Target.parse(a.target, keep=a.keep)
-    except ApplierError as e:
-        raise type(e)(f"--target: {e}") from None
-    # Every path checked before the target starts and anything is applied.
-    applier.api.check_paths(
-        a.changes, a.snapshot, a.custom_sql or [], a.report, a.work_dir, names=_OUTPUT_OPTIONS
-    )
+        config = _config(a)
+        try:
+            target = applier.Target.parse(a.target, keep=a.keep)
+        except ApplierError as e:
+            raise type(e)(f"--target: {e}") from None
+        # Every path checked before the target starts and anything is applied.
+        applier.api.check_paths(
+            a.changes, a.snapshot, a.custom_sql or [], a.report, a.work_dir, names=_OUTPUT_OPTIONS
+        )
+    except BaseException as e:
+        # Even a run refused before it starts leaves its reports (verdict unknown, and why).
+        applier.api.write_unfinished(e, config, started, None, json=a.report, junit=a.junit, html=a.html)
+        raise
     try:
         return _run_on(a, config, target, console)
     except TargetError as e:
@@ -202,10 +211,13 @@ def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) ->
                 progress=progress,
                 on_phase=phase,
                 out_dir=a.out,
+                junit=a.junit,
+                html=a.html,
             )
         print_run(result, console)
-        if "json" in result.files:
-            console.print(f"report: {result.files['json']}")
+        for key in ("json", "junit", "html"):
+            if key in result.files:
+                console.print(f"{_FILE_NAMES[key]}: {result.files[key]}")
         if target.keep:
             console.print(f"{target.description} left running (--keep): {target.connection_string()}")
         return result.exit_code
@@ -219,6 +231,7 @@ def _target_named(a: argparse.Namespace, config: Config, e: TargetError) -> Targ
 
 
 _OUTPUT_OPTIONS = {"report": "--report", "work_dir": "--work-dir", "out_dir": "--out"}
+_FILE_NAMES = {"json": "report", "junit": "JUnit XML", "html": "HTML report"}
 
 
 def cmd_generate(a: argparse.Namespace) -> int:
@@ -292,6 +305,10 @@ def parser() -> argparse.ArgumentParser:
         "--custom-sql", action="append", help="SQL file of custom procedures to install (repeatable)"
     )
     r.add_argument("--report", help="write the JSON report here")
+    r.add_argument("--junit", metavar="FILE", help="write the JUnit XML here (a testsuite per subscription)")
+    r.add_argument(
+        "--html", metavar="FILE", help="write the HTML report here (one self-contained file: timeline, blame)"
+    )
     r.add_argument("--work-dir", help="where intermediate files go (default: a temporary directory)")
     r.add_argument(
         "--out",

@@ -83,6 +83,9 @@ class Check:
     rows_found: int = 0
     reason: str | None = None
     skips: Mapping[str, Any] = field(default_factory=dict)  # what the skipped commands cost
+    # article -> {expected, found, missing, extra, different}: the rows of every article
+    # either side holds (an article with no row on either side is not listed)
+    by_article: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     @property
     def divergent_rows(self) -> int:
@@ -102,6 +105,7 @@ class Check:
             "reason": self.reason,
             "divergent": [d.to_json() for d in self.divergent],
             "skips": dict(self.skips),
+            "by_article": {k: dict(v) for k, v in self.by_article.items()},
         }
 
 
@@ -125,7 +129,7 @@ class ApplySummary:
     rounds: int
     rounds_parallel: int
     resets: int
-    reset_log: tuple[str, ...]
+    reset_log: tuple[Mapping[str, Any], ...]  # round, streams_from, classes, streams, message
     conflicts: Mapping[str, int]  # by conflict class (every class of CONFLICT_CLASSES present)
     outcomes: Mapping[str, int]  # commands by outcome (applied, reapplied, skipped, ...)
     streams: int
@@ -138,6 +142,9 @@ class ApplySummary:
     segments: int = 1
     snapshot_rows: int = 0
     source: str = ""
+    # What the HTML report draws (applier.apply.summary.timeline): rounds, every stream's
+    # shares with their wall times, commands/s over the apply; {} when nothing was timed.
+    timeline: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def skipped(self) -> int:
@@ -159,7 +166,8 @@ class ApplySummary:
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out.update(
-            reset_log=list(self.reset_log),
+            reset_log=[dict(x) for x in self.reset_log],
+            timeline=dict(self.timeline),
             stream_stats=[dict(s) for s in self.stream_stats],
             skipped=self.skipped,
             deferred=self.deferred,
@@ -211,6 +219,8 @@ class RunResult:
     settings: Mapping[str, Any] = field(default_factory=dict)  # the configuration, secrets redacted
     files: Mapping[str, str] = field(default_factory=dict)  # "json": path, ...
     implicit: bool = True  # one full-copy subscription from [run] (no [[subscriptions]] given)
+    started: float | None = None  # epoch seconds when the run started (api.run)
+    seconds: float | None = None  # its wall time, set-up and verification included
 
     @property
     def verdict(self) -> Verdict:

@@ -235,13 +235,29 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
             if not failures:
                 commit(r, share, calls)
                 failpoints.reach("apply.commit")
-                ev.committed(share, skipped, "applied", t_exec, time.time())
+                t_done = time.time()
+                ev.committed(share, skipped, "applied", t_exec, t_done)
+                ev.add(
+                    "share",
+                    stream=s,
+                    round_=r,
+                    outcome="committed",
+                    n=len(share),
+                    t_exec=t_exec,
+                    t_commit=t_done,
+                )
                 t_wait = time.perf_counter()
                 rdv.barrier()  # everyone committed before anyone starts the next round
                 wait_s += time.perf_counter() - t_wait
                 if s == 0:
                     ev.add(
-                        "round", round_=r, outcome="parallel", n=None, seconds=time.perf_counter() - t_round
+                        "round",
+                        round_=r,
+                        outcome="parallel",
+                        n=None,
+                        seconds=time.perf_counter() - t_round,
+                        t_exec=t_exec,
+                        t_commit=time.time(),
                     )
                 ev.steps(s, sender.steps)
                 yield from ev.drain()
@@ -251,6 +267,16 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                 sender.rollback()
             if failure is not None and failure.connection_lost:
                 sender.renew()  # a lost connection in a parallel round is a reset, not a failure
+            ev.add(
+                "share",
+                stream=s,
+                round_=r,
+                outcome="conflict" if failure is not None else "rolled_back",
+                cls=failure.cls if failure is not None else None,
+                n=len(share),
+                t_exec=t_exec,
+                t_commit=time.time(),
+            )
             mine = failure.lsn if failure is not None else None
             for row in share:
                 if row["lsn"] == mine and failure is not None:
@@ -268,7 +294,8 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
             result: dict[str, Any] | None = None
             if s == 0:
                 message = RESET_LOG.format(n=job.streams)
-                log.warning(
+                # Said once, by the run's summary (the events keep it); here only for -v.
+                log.info(
                     "%s (round %d: %s)", message, r, ", ".join(f"stream {f.stream} {f.cls}" for f in failures)
                 )
                 merged = sorted((row for sh in shares for row in json.loads(sh)), key=lambda x: x["lsn"])
@@ -281,6 +308,8 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                     cls=",".join(sorted({f.cls for f in failures})),
                     n=len(merged),
                     seconds=time.perf_counter() - t_round,
+                    t_exec=t_exec,
+                    t_commit=time.time(),
                 )
             outcome = rdv.all_gather(json.dumps(result))
             fatal = bool(json.loads(outcome[0])["fatal"])
@@ -346,10 +375,30 @@ def _reapply(
             failure = Failure("other", "08S01", str(e), None, sender.stream, True, True)
     if failure is None:
         failpoints.reach("apply.reapplied")
-        ev.committed(merged, skipped, "reapplied", t_exec, time.time())
+        t_done = time.time()
+        ev.committed(merged, skipped, "reapplied", t_exec, t_done)
+        ev.add(
+            "share",
+            stream=sender.stream,
+            round_=r,
+            outcome="reapplied",
+            n=len(merged),
+            t_exec=t_exec,
+            t_commit=t_done,
+        )
         return {"fatal": False}
     with contextlib.suppress(Exception):  # a lost connection cannot roll back; the server did
         sender.rollback()
+    ev.add(
+        "share",
+        stream=sender.stream,
+        round_=r,
+        outcome="failed",
+        cls=failure.cls,
+        n=len(merged),
+        t_exec=t_exec,
+        t_commit=time.time(),
+    )
     for row in merged:
         if row["lsn"] == failure.lsn:
             ev.command(row, "failed", cls=failure.cls, code=failure.code, message=failure.message)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -44,12 +45,10 @@ def summarize(
         else:
             by_round[r["outcome"]] = by_round.get(r["outcome"], 0) + count
     few = events.where("kind IN ('log', 'stream')").collect()
-    logs = tuple(
-        r["message"] + f" (round {r['round']}: {r['class']})"
-        for r in sorted(
-            (r for r in few if r["kind"] == "log"), key=lambda r: (r["round"] is not None, r["round"] or 0)
-        )[:RESET_LOG_SHOWN]
-    )
+    log_rows = sorted(
+        (r for r in few if r["kind"] == "log"), key=lambda r: (r["round"] is not None, r["round"] or 0)
+    )[:RESET_LOG_SHOWN]
+    logs = reset_log(events, log_rows, streams)
     stream_stats = tuple(
         {
             "stream": r["stream"],
@@ -78,4 +77,134 @@ def summarize(
         segments=segments,
         snapshot_rows=snapshot_rows,
         source=source,
+        timeline=timeline(events, streams),
     )
+
+
+def reset_log(events: DataFrame, log_rows: list[Any], streams: int) -> tuple[dict[str, Any], ...]:
+    """One entry per reset (or other line of the apply's log): its round, the classes that
+    caused it and which stream met which (the round's conflicts), and the agent's message."""
+    rounds = [r["round"] for r in log_rows if r["round"] is not None]
+    by_round: dict[int, list[dict[str, Any]]] = {}
+    if rounds:
+        for c in (
+            events.where("kind = 'conflict' AND outcome IS NULL")
+            .where(F.col("round").isin(rounds))
+            .select("round", "stream", "class", "lsn")
+            .collect()
+        ):
+            by_round.setdefault(c["round"], []).append(
+                {"stream": c["stream"], "class": c["class"], "lsn": c["lsn"]}
+            )
+    out = []
+    for r in log_rows:
+        classes = [c for c in (r["class"] or "").split(",") if c]
+        out.append(
+            {
+                "round": r["round"],
+                "streams_from": streams if r["round"] is not None else None,
+                "classes": classes,
+                "streams": sorted(
+                    by_round.get(r["round"], []), key=lambda x: (x["stream"] or 0, x["lsn"] or 0)
+                ),
+                "message": r["message"],
+                "outcome": r["outcome"],
+            }
+        )
+    return tuple(out)
+
+
+TIMELINE_ROUNDS = 2000  # rounds drawn in the timeline (the first ones; every round is in the events)
+SERIES_POINTS = 200  # points of the commands/s series at most
+
+
+def timeline(events: DataFrame, streams: int) -> dict[str, Any]:
+    """What the HTML report draws: the rounds (parallel, reset, fatal) with their wall times,
+    every stream's share of each (committed, conflict, rolled back, re-applied on the single
+    connection), and the commands committed per second over the apply. Times are seconds
+    since the apply started (``t0``, epoch seconds). Two small Spark jobs."""
+    timed = events.where("t_exec IS NOT NULL")
+    shares = (
+        timed.where(f"kind IN ('share', 'round') AND (round IS NULL OR round < {TIMELINE_ROUNDS})")
+        .select("kind", "stream", "round", "outcome", "class", "n", "t_exec", "t_commit")
+        .collect()
+    )
+    if not shares:
+        # The independent model (and segmented runs' older events): one segment per
+        # (stream, round, outcome) of the commands' own times.
+        shares = (
+            timed.where(f"kind IN ('batch', 'command') AND round < {TIMELINE_ROUNDS}")
+            .groupBy("stream", "round", "outcome")
+            .agg(
+                F.min("t_exec").alias("t_exec"),
+                F.max(F.coalesce("t_commit", "t_exec")).alias("t_commit"),
+                F.sum(F.coalesce("n", F.lit(1))).alias("n"),
+                F.first("class", ignorenulls=True).alias("class"),
+            )
+            .select(
+                F.lit("share").alias("kind"), "stream", "round", "outcome", "class", "n", "t_exec", "t_commit"
+            )
+            .collect()
+        )
+    if not shares:
+        return {}
+    t0 = min(r["t_exec"] for r in shares)
+    end = max((r["t_commit"] or r["t_exec"]) for r in shares)
+
+    def rel(t: float | None) -> float | None:
+        return None if t is None else round(t - t0, 4)
+
+    rounds = sorted(
+        (
+            {
+                "round": r["round"],
+                "kind": r["outcome"],
+                "start": rel(r["t_exec"]),
+                "end": rel(r["t_commit"]),
+                "classes": [c for c in (r["class"] or "").split(",") if c],
+            }
+            for r in shares
+            if r["kind"] == "round" and r["round"] is not None
+        ),
+        key=lambda x: (x["round"], x["start"] or 0.0),
+    )
+    segments = sorted(
+        (
+            {
+                "stream": r["stream"],
+                "round": r["round"],
+                "outcome": {"applied": "committed"}.get(r["outcome"], r["outcome"]),
+                "class": r["class"],
+                "start": rel(r["t_exec"]),
+                "end": rel(r["t_commit"] or r["t_exec"]),
+                "commands": int(r["n"] or 0),
+            }
+            for r in shares
+            if r["kind"] == "share"
+        ),
+        key=lambda x: (x["start"] or 0.0, x["stream"] or 0),
+    )
+    span = max(end - t0, 1e-3)
+    bucket = max(round(span / SERIES_POINTS, 3), 0.05)
+    per = (
+        events.where(
+            "kind IN ('batch', 'command') AND outcome IN ('applied', 'reapplied') AND t_commit IS NOT NULL"
+        )
+        .groupBy(F.floor((F.col("t_commit") - F.lit(t0)) / F.lit(bucket)).alias("b"))
+        .agg(F.sum(F.coalesce("n", F.lit(1))).alias("n"))
+        .collect()
+    )
+    counts = {int(r["b"]): int(r["n"]) for r in per if r["b"] is not None}
+    points = [
+        [round(b * bucket, 3), round(counts.get(b, 0) / bucket, 1)] for b in range(int(span / bucket) + 1)
+    ]
+    last_round = events.where("kind = 'round'").agg(F.max("round")).first()
+    return {
+        "t0": t0,
+        "streams": streams,
+        "seconds": round(span, 3),
+        "rounds": rounds,
+        "segments": segments,
+        "truncated": bool(last_round and last_round[0] is not None and last_round[0] >= TIMELINE_ROUNDS),
+        "throughput": {"bucket_seconds": bucket, "points": points},
+    }

@@ -51,6 +51,9 @@ def row_of(cell: Cell, report: dict[str, Any] | None, why: str | None = None) ->
         "commands": report["commands"],
         "throughput_cmds_per_s": report["throughput_cmds_per_s"],
         "reason": report.get("reason"),
+        "divergence": dict(report.get("divergence") or {}),
+        "divergent": list(report["divergent"][:5]),  # the first keys with their blame
+        "seconds": round(sum((report.get("phases_seconds") or {}).values()), 3),
     }
 
 

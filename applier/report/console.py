@@ -34,10 +34,20 @@ def print_run(result: RunResult, console: Console | None = None, show: int = 5) 
         print_summary(subscription_report(sub, result.settings), c, show)
 
 
+def reset_line(entry: Mapping[str, Any]) -> str:
+    """The agent's line for a reset: its message, the round and who met what."""
+    if entry.get("round") is None:
+        return str(entry.get("message"))
+    who = ", ".join(f"stream {x['stream']} {x['class']}" for x in entry.get("streams") or ()) or ", ".join(
+        entry.get("classes") or ()
+    )
+    return f"{entry['message']} (round {entry['round']}: {who})"
+
+
 def print_summary(report: Mapping[str, Any], console: Console | None = None, show: int = 5) -> None:
     c = console or Console()
-    for line in report["reset_log"][:10]:
-        c.print(f"[yellow]{line}[/]", soft_wrap=True)
+    for entry in report["reset_log"][:10]:
+        c.print(f"[yellow]{reset_line(entry)}[/]", soft_wrap=True, highlight=False)
     if len(report["reset_log"]) > 10:
         c.print(f"[yellow]... {len(report['reset_log']) - 10} more resets[/]")
     t = Table(title="applier run", show_header=False, title_justify="left")

@@ -1,13 +1,51 @@
-"""The JSON report of a run: one flat object for a plain run, one per subscriber otherwise."""
+"""The JSON report of a run: one flat object for a plain run, one per subscriber otherwise.
+
+Every report opens with the same envelope: ``schema_version`` (of this format: 2 added the
+envelope, the reset log as fields, the timeline and the per-article counts), the versions of
+applier, Spark, pyodbc and Python, when the run started and how long it took. The JUnit XML
+and the HTML report are rendered from this document.
+"""
 
 from __future__ import annotations
 
 import json
+import platform
+import time
 from collections.abc import Mapping
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from applier.results import RunResult, SubscriptionResult
+
+SCHEMA_VERSION = 2
+
+
+def versions() -> dict[str, str | None]:
+    """applier's, Spark's, pyodbc's and Python's versions (from the installed packages)."""
+    out: dict[str, str | None] = {}
+    for name, dist in (("applier", "applier"), ("spark", "pyspark"), ("pyodbc", "pyodbc")):
+        try:
+            out[name] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    out["python"] = platform.python_version()
+    return out
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def envelope(started: float | None, seconds: float | None) -> dict[str, Any]:
+    """The fields every report opens with."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "versions": versions(),
+        "started_at": _iso(started) if started is not None else None,
+        "finished_at": _iso(started + seconds) if started is not None and seconds is not None else None,
+        "seconds": round(seconds, 3) if seconds is not None else None,
+    }
 
 
 def subscription_report(sub: SubscriptionResult, settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -22,7 +60,7 @@ def subscription_report(sub: SubscriptionResult, settings: Mapping[str, Any]) ->
         "rounds": s.rounds,
         "rounds_parallel": s.rounds_parallel,
         "resets": s.resets,
-        "reset_log": list(s.reset_log),
+        "reset_log": [dict(x) for x in s.reset_log],
         "conflicts": dict(s.conflicts),
         "outcomes": dict(s.outcomes),
         "skipped": s.skipped,
@@ -47,34 +85,53 @@ def subscription_report(sub: SubscriptionResult, settings: Mapping[str, Any]) ->
         "procedures": [dict(x) for x in sub.procedures],
         "settings": dict(settings),
         "exit_code": sub.exit_code,
+        "by_article": {k: dict(v) for k, v in c.by_article.items()},
+        "timeline": {k: v for k, v in s.timeline.items() if k != "throughput"},
+        "throughput_series": s.timeline.get("throughput"),
     }
 
 
 def run_report(result: RunResult) -> dict[str, Any]:
     """A plain run's report is its one subscriber's; with [[subscriptions]], one per subscriber
     under ``subscriptions``, with the merged verdict and exit code."""
+    head = envelope(result.started, result.seconds)
     if result.implicit and len(result.subscriptions) == 1:
-        return subscription_report(result.subscriptions[0], result.settings)
+        return {**head, **subscription_report(result.subscriptions[0], result.settings)}
     return {
+        **head,
         "verdict": result.verdict.value,
         "exit_code": result.exit_code,
         "subscriptions": [subscription_report(s, result.settings) for s in result.subscriptions],
     }
 
 
-def unfinished_report(settings: Mapping[str, Any], reason: str, exit_code: int) -> dict[str, Any]:
-    """The report of a run that ended before its verdict: unknown, and why."""
+def unfinished_report(
+    settings: Mapping[str, Any] | None,
+    reason: str,
+    exit_code: int,
+    *,
+    started: float | None = None,
+    seconds: float | None = None,
+    phase: str | None = None,
+) -> dict[str, Any]:
+    """The report of a run that ended before its verdict: unknown, why, and the last phase it
+    had reached (None: it failed before starting, e.g. on its configuration)."""
     return {
+        **envelope(started, seconds),
         "verdict": "unknown",
         "reason": reason,
+        "phase": phase,
         "exit_code": exit_code,
         "subscriptions": [],
-        "settings": dict(settings),
+        "settings": dict(settings or {}),
     }
 
 
 def write_json(report: Mapping[str, Any], path: str | Path) -> Path:
+    """Written whole or not at all (a temporary file renamed over it)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    tmp = p.with_name(f".{p.name}.tmp")
+    tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    tmp.replace(p)
     return p

@@ -57,19 +57,26 @@ def verify(
     oracle.digested); the counts then come from them, the images only for a divergence."""
     # One job counts both sides and every kind of difference; only a divergence pays for the
     # explanation (and then the sides are cached: they are read again).
-    tally = (
+    kinds = ("missing", "extra", "different")
+    per_article = (
         diff_all(*(digests or (expected, found)))
+        .groupBy("article")
         .agg(
             F.count("expected").alias("expected"),
             F.count("found").alias("found"),
-            *[F.count(F.when(F.col("kind") == k, 1)).alias(k) for k in ("missing", "extra", "different")],
+            *[F.count(F.when(F.col("kind") == k, 1)).alias(k) for k in kinds],
         )
-        .collect()[0]
+        .collect()
     )
-    counts = {k: int(tally[k]) for k in ("missing", "extra", "different")}
-    n_expected, n_found = int(tally["expected"]), int(tally["found"])
+    by_article = {
+        r["article"]: {k: int(r[k]) for k in ("expected", "found", *kinds)}
+        for r in sorted(per_article, key=lambda r: r["article"])
+    }
+    counts = {k: sum(a[k] for a in by_article.values()) for k in kinds}
+    n_expected = sum(a["expected"] for a in by_article.values())
+    n_found = sum(a["found"] for a in by_article.values())
     if not any(counts.values()):
-        return Check(Verdict.CONVERGED, counts, (), n_expected, n_found)
+        return Check(Verdict.CONVERGED, counts, (), n_expected, n_found, by_article=by_article)
     expected = expected.persist()
     found = found.persist()
     d = diff(expected, found).persist()
@@ -94,7 +101,9 @@ def verify(
                 )
             )
         skips = skip_costs(d, changes, events) if events is not None else {}
-        return Check(Verdict.DIVERGED, counts, tuple(out), n_expected, n_found, skips=skips)
+        return Check(
+            Verdict.DIVERGED, counts, tuple(out), n_expected, n_found, skips=skips, by_article=by_article
+        )
     finally:
         # Never mask what is unwinding (a signal has stopped Spark: these calls would fail).
         with contextlib.suppress(Exception):

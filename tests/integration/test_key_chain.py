@@ -43,7 +43,7 @@ def test_chain_in_one_round_raises_20598_resets_and_converges(spark, any_target,
 
     assert report["conflicts"]["row_not_found"] >= 1
     assert report["resets"] == 1
-    assert any(f"reset from {n} to 1" in line for line in report["reset_log"])
+    assert any(f"reset from {n} to 1" in e["message"] for e in report["reset_log"])
     assert report["outcomes"].get("reapplied") == 2
     assert report["verdict"] == "converged" and result.exit_code == 0
     assert rows(any_target, f"SELECT id FROM {table_ref(any_target, table)}") == [(3,)]
