@@ -274,7 +274,9 @@ def _subscription(sub: Mapping[str, Any], i: int, several: bool) -> str:
     out.append(timeline_svg(sub.get("timeline"), n, f"s{i}"))
     out.append("<h3>Commands/s over time</h3>")
     series = sub.get("throughput_series") or _map(sub.get("timeline")).get("throughput")
-    out.append(throughput_svg(series, _timeline_end(sub.get("timeline"))))
+    tp = sub.get("throughput_cmds_per_s")
+    mean = _float(tp) if isinstance(tp, int | float) and not isinstance(tp, bool) else None
+    out.append(throughput_svg(series, _timeline_end(sub.get("timeline")), mean))
     out.append("<h3>Divergent rows and their blame</h3>")
     out.append(_divergent(sub))
     if _map(sub.get("by_article")):
@@ -427,13 +429,15 @@ def timeline_svg(timeline: Any, streams: int, uid: str = "t") -> str:
     # the rounds: bands across every lane
     parallel_i = 0
     band_y, band_h = TL_TOP - 2, lanes_h + 2
+    extent = _round_extents(rounds, segments)
     for r in rounds:
         kind = str(r.get("kind") or "parallel")
-        x0, x1 = x(r.get("start")), x(r.get("end"))
+        start, end = extent.get(_round_key(r.get("round")), (_float(r.get("start")), _float(r.get("end"))))
+        x0, x1 = x(start), x(end)
         w = max(x1 - x0, 0.8)
         classes = [str(c) for c in _list(r.get("classes"))]
         tip = f"round {r.get('round')}: {kind}" + (f" ({', '.join(classes)})" if classes else "")
-        tip += f", {_float(r.get('start')):.3f} s to {_float(r.get('end')):.3f} s"
+        tip += f", {start:.3f} s to {end:.3f} s"
         if kind == "reset":
             fill, stroke = f"url(#{hatch})", ' stroke="#e16f24" stroke-width="1"'
         elif kind == "fatal":
@@ -519,6 +523,28 @@ def timeline_svg(timeline: Any, streams: int, uid: str = "t") -> str:
     )
 
 
+def _round_key(r: Any) -> str:
+    return json.dumps(r, default=str)
+
+
+def _round_extents(
+    rounds: Sequence[Mapping[str, Any]], segments: Sequence[Mapping[str, Any]]
+) -> dict[str, tuple[float, float]]:
+    """Each round's band from its first share's start to its last share's end (the round's
+    own times are stream 0's, which may start after the others): only when every round
+    appears once in the list, else a round number could gather another round's shares."""
+    keys = [_round_key(r.get("round")) for r in rounds]
+    if len(set(keys)) != len(keys):
+        return {}
+    out = {k: (_float(r.get("start")), _float(r.get("end"))) for k, r in zip(keys, rounds, strict=True)}
+    for sg in segments:
+        k = _round_key(sg.get("round"))
+        if k in out:
+            a, b = out[k]
+            out[k] = (min(a, _float(sg.get("start"), a)), max(b, _float(sg.get("end"), b)))
+    return out
+
+
 def _timeline_legend(rounds: Sequence[Mapping[str, Any]], segments: Sequence[Mapping[str, Any]]) -> str:
     seen = {str(s.get("outcome") or "committed") for s in segments}
     kinds = {str(r.get("kind") or "parallel") for r in rounds}
@@ -556,9 +582,21 @@ def _timeline_legend(rounds: Sequence[Mapping[str, Any]], segments: Sequence[Map
 # -- commands/s over time ------------------------------------------------------------------
 
 
-def throughput_svg(series: Any, tmin_end: float = 0.0) -> str:
-    """The throughput series as an area under a line: x seconds since the apply started (the
-    timeline's scale when both are drawn), y commands/s."""
+def _moving_average(values: Sequence[float], window: int) -> list[float]:
+    """Centred mean over ``window`` points (fewer at the ends)."""
+    half = window // 2
+    out = []
+    for i in range(len(values)):
+        part = values[max(0, i - half) : i + half + 1]
+        out.append(sum(part) / len(part))
+    return out
+
+
+def throughput_svg(series: Any, tmin_end: float = 0.0, mean: float | None = None) -> str:
+    """The throughput series: x seconds since the apply started (the timeline's scale when
+    both are drawn), y commands/s. With buckets, each bucket is a step of the area (the agent
+    commits a round at once: a bucket holds a round's commit or nothing), a moving average over
+    about half a second is drawn over it, and the run's mean as a dashed line."""
     s = _map(series)
     pts = [
         (_float(p[0]), _float(p[1]))
@@ -570,7 +608,7 @@ def throughput_svg(series: Any, tmin_end: float = 0.0) -> str:
     pts.sort()
     bucket = _float(s.get("bucket_seconds"))
     tmax = max(tmin_end, pts[-1][0] + (bucket if bucket > 0 else 0.0)) or 1.0
-    ymax_raw = max(y for _, y in pts) or 1.0
+    ymax_raw = max([v for _, v in pts] + ([mean] if mean else [])) or 1.0
     ystep = _nice_step(ymax_raw, 4)
     ymax = math.ceil(ymax_raw / ystep) * ystep
     top, plot_h = 10, 160
@@ -601,29 +639,58 @@ def throughput_svg(series: Any, tmin_end: float = 0.0) -> str:
     )
     axis, _ = _x_axis(tmax, TL_LEFT, TL_WIDTH, base, top)
     out.append(axis)
-    line = " ".join(f"{a:.1f},{b:.1f}" for a, b in (xy(t, v) for t, v in pts))
-    x_first, _ = xy(pts[0][0], 0)
-    x_last, _ = xy(pts[-1][0], 0)
+    if bucket > 0:
+        outline = []
+        for t, v in pts:
+            outline += [xy(t, v), xy(t + bucket, v)]
+    else:
+        outline = [xy(t, v) for t, v in pts]
+    line = " ".join(f"{a:.1f},{b:.1f}" for a, b in outline)
     out.append(
-        f'<polygon points="{x_first:.1f},{base:.1f} {line} {x_last:.1f},{base:.1f}" fill="#0969da" '
-        'fill-opacity="0.18"/>'
-        f'<polyline points="{line}" fill="none" stroke="#0969da" stroke-width="1.8"/>'
+        f'<polygon class="area" points="{outline[0][0]:.1f},{base:.1f} {line} {outline[-1][0]:.1f},{base:.1f}" '
+        'fill="#0969da" fill-opacity="0.22"/>'
+        f'<polyline points="{line}" fill="none" stroke="#0969da" stroke-width="1.2"/>'
     )
-    if len(pts) <= 300:
+    legend = [
+        ("#0969da", "commands committed per second" + (f" (buckets of {bucket:g} s)" if bucket > 0 else ""))
+    ]
+    if bucket > 0 and len(pts) >= 5:
+        window = max(3, round(0.5 / bucket))
+        if window < len(pts):
+            avg = _moving_average([v for _, v in pts], window)
+            smooth = " ".join(
+                f"{a:.1f},{b:.1f}"
+                for a, b in (xy(t + bucket / 2, v) for (t, _), v in zip(pts, avg, strict=True))
+            )
+            out.append(
+                f'<polyline class="average" points="{smooth}" fill="none" stroke="#bc4c00" stroke-width="2"/>'
+            )
+            legend.append(("#bc4c00", f"moving average over {window * bucket:g} s"))
+    if mean:
+        _, y = xy(0, mean)
+        out.append(
+            f'<line class="mean" x1="{TL_LEFT}" y1="{y:.1f}" x2="{TL_WIDTH - TL_RIGHT}" y2="{y:.1f}" '
+            f'stroke="#1f2328" stroke-dasharray="5 4" stroke-width="1"><title>mean over the apply: '
+            f"{mean:,.0f} commands/s</title></line>"
+        )
+        legend.append(("#1f2328", f"mean over the apply, {mean:,.0f} commands/s"))
+    if len(pts) <= 400:
+        # a tooltip per point or bucket
         for t, v in pts:
             a, b = xy(t, v)
+            w = max(xy(t + bucket, v)[0] - a, 2.0) if bucket > 0 else 4.0
             out.append(
-                f'<circle cx="{a:.1f}" cy="{b:.1f}" r="2.2" fill="#0969da">'
-                f"<title>{t:.2f} s: {v:,.0f} commands/s</title></circle>"
+                f'<rect x="{a - (0 if bucket > 0 else 2):.1f}" y="{top}" width="{w:.1f}" height="{plot_h}" '
+                f'fill="transparent"><title>{t:.2f} s: {v:,.0f} commands/s</title></rect>'
             )
     out.append(f'<line x1="{TL_LEFT}" y1="{top}" x2="{TL_LEFT}" y2="{base}" stroke="#57606a"/></svg>')
     peak = max(v for _, v in pts)
-    note = (
-        f"{len(pts)} points"
-        + (f", buckets of {bucket:g} s" if bucket > 0 else "")
-        + f", peak {peak:,.0f} commands/s"
+    return (
+        "".join(out)
+        + '<div class="legend">'
+        + "".join(f'<span class="sw" style="background:{c}"></span>{_e(t)}' for c, t in legend)
+        + f" &middot; peak {peak:,.0f} commands/s</div>"
     )
-    return "".join(out) + f'<div class="legend">{_e(note)}</div>'
 
 
 # -- divergent rows, resets, streams -----------------------------------------------------------

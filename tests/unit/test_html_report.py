@@ -116,7 +116,11 @@ def test_converged_run_one_lane_per_stream_even_idle_ones():
     assert "stream 1, round 2: conflict (row_not_found), 120 commands, 0.380 s to 0.460 s" in titles
     assert any(t.startswith("round 6: reset (duplicate_key)") for t in titles)
     assert "CONVERGED" in dom.text and "0.5 s" in dom.text  # the verdict, the axis in seconds
-    assert len(dom.find("svg", "throughput")) == 1 and len(dom.find("polyline")) == 1
+    # commands/s: a step per bucket, its moving average, the run's mean
+    (area,) = dom.find("polygon", "area")
+    assert len(area["points"].split()) == 2 * len(report["throughput_series"]["points"]) + 2
+    assert len(dom.find("polyline", "average")) == 1 and len(dom.find("line", "mean")) == 1
+    assert "mean over the apply, 3,512 commands/s" in dom.text
     assert "report schema 2" in dom.text and "spark 3.5.1" in dom.text  # the footer
     assert "Number of subscription streams has been reset from 4 to 1" in dom.text
 
