@@ -85,6 +85,11 @@ def register(subparsers: Any) -> str:
     p.add_argument(
         "--out", default="out/bench", help="folder for bench.json and bench.png (default out/bench)"
     )
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the table, the goals and the plots as one self-contained HTML file (inline SVG)",
+    )
     p.add_argument("--quiet", "-q", action="store_true")
     p.set_defaults(func=cmd_bench)
     return "bench"
@@ -124,6 +129,11 @@ def cmd_bench(a: argparse.Namespace) -> int:
 
     if a.commands < a.transaction_size or a.transaction_size < 1 or a.rows < 16:
         raise ConfigError("bench needs --commands >= --transaction-size >= 1 and --rows >= 16")
+    if a.html:
+        import applier.api
+
+        # refused before the bench starts, not after it
+        applier.api.check_paths(None, None, (), a.html, None, names={"report": "--html", "work_dir": "--out"})
     say: Callable[[str], None] = (lambda _: None) if a.quiet else (lambda m: print(f"- {m}", flush=True))
     bs = BenchStream(a.commands, a.rows, a.transaction_size, a.commit_batch_size, a.seed)
     out = Path(a.out)
@@ -137,6 +147,11 @@ def cmd_bench(a: argparse.Namespace) -> int:
 
     png = plot(doc, out / "bench.png")
     print(f"plot: {png}" if png else "plot: skipped (matplotlib missing: pip install 'applier[bench]')")
+    if a.html:
+        from applier.report.files import write_text
+        from applier.report.html import render_bench
+
+        print(f"html: {write_text(render_bench(doc), a.html)}")
     failed = [
         f"{sync} N={n}: {p['verdict']}"
         for sync, run in doc["runs"].items()

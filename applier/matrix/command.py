@@ -40,6 +40,12 @@ def register(sub: Any) -> str:
         "--target", help="embedded (default) | an ODBC connection string | mssql | postgres-container"
     )
     p.add_argument("--report", help="write the rows as JSON here")
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write the table as one self-contained HTML file here (verdicts coloured)",
+    )
+    p.add_argument("--junit", metavar="FILE", help="write the JUnit XML here (a testcase per cell)")
     p.set_defaults(func=cmd_matrix)
     return "matrix"
 
@@ -51,6 +57,7 @@ def cmd_matrix(a: argparse.Namespace) -> int:
     from rich.table import Table
 
     import applier
+    import applier.api
     from applier.config import MODELS, WORKLOADS, ErrorPolicy, RunSettings, demo_config
     from applier.errors import ConfigError
     from applier.matrix import cells, run_matrix
@@ -65,6 +72,11 @@ def cmd_matrix(a: argparse.Namespace) -> int:
             raise ConfigError(f"unknown {name}(s) {bad} (known: {', '.join(known)})")
     for pol in a.policies:
         ErrorPolicy.parse(pol)
+    for option, path in (("--report", a.report), ("--html", a.html), ("--junit", a.junit)):
+        # refused before the first cell runs, not after the last
+        applier.api.check_paths(
+            None, None, (), path, None, names={"report": option, "work_dir": "--work-dir"}
+        )
     console = Console()
     base = demo_config()
     base = base.replace(run=dataclasses.replace(RunSettings(), lock_timeout_ms=a.lock_timeout_ms))
@@ -120,11 +132,17 @@ def cmd_matrix(a: argparse.Namespace) -> int:
             f"{tp:,.0f}" if tp else "-",
         )
     console.print(t)
+    doc = {"rows": rows, "streams": a.streams, "transactions": a.transactions}
     if a.report:
         Path(a.report).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.report).write_text(
-            json.dumps({"rows": rows, "streams": a.streams, "transactions": a.transactions}, indent=2) + "\n"
-        )
+        Path(a.report).write_text(json.dumps(doc, indent=2) + "\n")
         console.print(f"report: {a.report}")
+    if a.html or a.junit:
+        from applier.report.files import write_reports
+
+        files = write_reports(doc, junit=a.junit, html=a.html, kind="matrix")
+        for key, name in (("junit", "JUnit XML"), ("html", "HTML report")):
+            if key in files:
+                console.print(f"{name}: {files[key]}", highlight=False)
     # Diverged cells are what the matrix is for; a cell that could not decide fails it.
     return 1 if any(r["verdict"] == applier.Verdict.UNKNOWN.value for r in rows) else 0

@@ -490,7 +490,11 @@ def timeline_svg(timeline: Any, streams: int, uid: str = "t") -> str:
                 + f", {_int(s.get('commands')):,} commands, {_float(s.get('start')):.3f} s to "
                 f"{_float(s.get('end')):.3f} s"
             )
-            extra = ' stroke="#1f2328" stroke-width="0.8"' if outcome == "conflict" else ""
+            extra = (
+                ' stroke="#1f2328" stroke-width="0.8"'
+                if outcome == "conflict"
+                else ' stroke="#fff" stroke-width="0.6"'
+            )
             out.append(
                 f'<rect class="seg {_e(outcome)}" x="{x0:.2f}" y="{y + 3}" width="{w:.2f}" '
                 f'height="{LANE_H - 6}" fill="{colour}" rx="1.5"{extra}><title>{_e(tip)}</title></rect>'
