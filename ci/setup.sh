@@ -10,8 +10,9 @@ PYTHON=${PYTHON:-python3}
 
 # -- system packages -------------------------------------------------------------------
 # unixodbc + odbc-postgresql: the ODBC manager and psqlODBC; tdsodbc: FreeTDS for SQL Server;
-# postgresql: server binaries for the embedded subscriber; a Java runtime for Spark.
-pkgs=(unixodbc odbc-postgresql tdsodbc postgresql)
+# postgresql: server binaries for the embedded subscriber; a Java runtime for Spark;
+# chromium: headless, it renders the HTML report in tests/integration/test_html_chromium.py.
+pkgs=(unixodbc odbc-postgresql tdsodbc postgresql chromium)
 command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)
 missing=()
 for p in "${pkgs[@]}"; do
