@@ -42,15 +42,28 @@ def describe(result: RunResult, *, show: int = SHOW) -> str:
         lines += _subscription(s, len(result.subscriptions) > 1)
     if result.files.get("json"):
         lines.append(f"report: {result.files['json']}")
-    divergent = result.divergent
+    # the lost rows first: a missing key is what a subscriber failed to apply
+    divergent = sorted(result.divergent, key=lambda sd: _KINDS.get(sd[1].kind, len(_KINDS)))
     total = sum(s.check.divergent_rows for s in result.subscriptions)
+    named = len(result.subscriptions) > 1
     if divergent:
         shown = divergent[:show]
+        for kind in _KINDS:
+            keys = [_key(d, sub if named else None) for sub, d in shown if d.kind == kind]
+            if keys:
+                lines.append(f"{kind} keys: {', '.join(keys)}")
         of = f"the first {len(shown)} of {total}" if total > len(shown) else f"all {len(shown)}"
-        lines.append(f"divergent keys ({of}):")
+        lines.append(f"divergent keys ({of}) and the commands that touched them:")
         for sub, d in shown:
-            lines += _divergence(d, sub if len(result.subscriptions) > 1 else None)
+            lines += _divergence(d, sub if named else None)
     return "\n".join(lines)
+
+
+_KINDS = {"missing": 0, "different": 1, "extra": 2}
+
+
+def _key(d: Divergence, sub: str | None) -> str:
+    return f"{d.article} ({', '.join(repr(k) for k in d.key)})" + (f" in {sub!r}" if sub else "")
 
 
 def _counts(counts: Mapping[str, int]) -> str:
@@ -80,9 +93,7 @@ def _subscription(s: SubscriptionResult, named: bool) -> list[str]:
 
 
 def _divergence(d: Divergence, sub: str | None) -> list[str]:
-    key = ", ".join(repr(k) for k in d.key)
-    where = f" (subscription {sub!r})" if sub else ""
-    lines = [f"  {d.kind} {d.article} key ({key}){where}"]
+    lines = [f"  {d.kind} {_key(d, sub)}"]
     if d.kind == "different" and d.columns:
         diffs = ", ".join(
             f"{c}: expected {_value(d.expected, c)}, found {_value(d.found, c)}" for c in d.columns

@@ -288,8 +288,9 @@ class Expansion:
 
     def scrub(self, message: str) -> str:
         """The message with every secret value expanded into the file replaced by ***."""
-        for value in sorted(self.secrets, key=len, reverse=True):
-            message = message.replace(value, "***")
+        forms = {f for v in self.secrets for f in (v, repr(v)[1:-1], json.dumps(v)[1:-1])}
+        for form in sorted(forms, key=len, reverse=True):  # as written, and as repr() shows it
+            message = message.replace(form, "***")
         return message
 
 
