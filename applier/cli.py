@@ -57,22 +57,28 @@ def _add_settings(p: argparse.ArgumentParser) -> None:
         help="TOML/YAML/JSON file with [run], [workload], [[articles]]",
     )
     g = p.add_argument_group("workload (generated change stream)")
-    g.add_argument("--workload", choices=list(WORKLOADS))
-    g.add_argument("--initial-rows", type=int)
-    g.add_argument("--transactions", type=int)
-    g.add_argument("--commands-per-transaction", type=int)
-    g.add_argument("--key-update-share", type=float)
-    g.add_argument("--chain-length", type=int)
-    g.add_argument("--seed", type=int)
+    g.add_argument(
+        "--workload", choices=list(WORKLOADS), help="what the generated stream does (default key-chains)"
+    )
+    g.add_argument("--initial-rows", type=int, help="rows of the initial snapshot")
+    g.add_argument("--transactions", type=int, help="transactions to generate")
+    g.add_argument("--commands-per-transaction", type=int, help="commands per generated transaction")
+    g.add_argument("--key-update-share", type=float, help="share of updates that change the key (0..1)")
+    g.add_argument("--chain-length", type=int, help="key-chains: updates per key chain")
+    g.add_argument("--seed", type=int, help="seed of the generated stream (same seed, same stream)")
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("apply")
     g.add_argument("--streams", "-n", type=int, help="subscription streams N (1..64)")
     g.add_argument("--commit-batch-size", type=int, help="transactions per round (default 100)")
-    g.add_argument("--partition", choices=["key-hash", "single", "round-robin", "writeset"])
+    g.add_argument(
+        "--partition",
+        choices=["key-hash", "single", "round-robin", "writeset"],
+        help="how commands are split into streams (default key-hash)",
+    )
     g.add_argument("--model", choices=["agent", "independent"], help="apply model (default agent)")
-    g.add_argument("--lock-timeout-ms", type=int)
+    g.add_argument("--lock-timeout-ms", type=int, help="lock wait before a stream gives up (default 2000)")
     g.add_argument(
         "--set-apply",
         action="store_true",
@@ -81,7 +87,7 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--error-policy", help="strict | skip:<codes> | continue-on-data-consistency-errors")
     g.add_argument("--retry-attempts", type=int, help="tries of a transient error on the single connection")
-    g.add_argument("--subscription")
+    g.add_argument("--subscription", help="the subscription's name in the progress table (default applier)")
     g = p.add_argument_group("schedule (how the streams interleave)")
     g.add_argument(
         "--schedule",
@@ -131,6 +137,9 @@ def _named_options(message: str) -> str:
     return "\n".join(out)
 
 
+_VERBOSE_HELP = "applier's log, Spark's log and tracebacks on the console"
+
+
 class _UsageError(Exception):
     """A command line argparse refuses: one line naming the option, exit code 2."""
 
@@ -140,7 +149,35 @@ class _Parser(argparse.ArgumentParser):
     :func:`main` (which returns 2) instead of exiting the process."""
 
     def error(self, message: str) -> NoReturn:
-        raise _UsageError(f"{self.prog}: error: {message}\n(`{self.prog} --help` lists the options)")
+        hint = _suggestion(message, self)
+        raise _UsageError(f"{self.prog}: error: {message}{hint}\n(`{self.prog} --help` lists the options)")
+
+
+def _suggestion(message: str, p: argparse.ArgumentParser) -> str:
+    """`; did you mean --streams?` for a misspelt option or choice."""
+    import difflib
+    import re
+
+    m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if m:
+        known = re.findall(r"'?([\w.\-]+)'?", m.group(2))
+        close = difflib.get_close_matches(m.group(1), known, n=1, cutoff=0.6)
+        return f"; did you mean {close[0]!r}?" if close else ""
+    m = re.search(r"unrecognized arguments: (.*)", message)
+    if m:
+        options = [o for act in p._actions for o in act.option_strings if o.startswith("--")]
+        for sub in p._subparsers._group_actions if p._subparsers else ():
+            for cmd in getattr(sub, "choices", {}).values():
+                options += [o for act in cmd._actions for o in act.option_strings if o.startswith("--")]
+        hints = []
+        for word in m.group(1).split():
+            flag = word.split("=", 1)[0]
+            if flag.startswith("--"):
+                close = difflib.get_close_matches(flag, sorted(set(options)), n=1, cutoff=0.6)
+                if close:
+                    hints.append(f"{flag} -> {close[0]}")
+        return f"; did you mean {', '.join(hints)}?" if hints else ""
+    return ""
 
 
 def cmd_run(a: argparse.Namespace) -> int:
@@ -174,31 +211,13 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) -> int:
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     import applier
     from applier.report.console import print_run
+    from applier.report.live import LiveProgress
 
     with target:
-        console.print(f"target: {target.description}")
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-            disable=a.quiet,
-        ) as bar:
-            task = bar.add_task("apply rounds", total=None)
-
-            def progress(stage: str, done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
-
-            def phase(text: str) -> None:
-                if not a.quiet:
-                    console.print(f"[dim]- {text}[/]")
-
+        console.print(f"target: {target.description}", highlight=False)
+        with LiveProgress(console, quiet=a.quiet) as live:
             result = applier.run(
                 config,
                 target,
@@ -208,8 +227,8 @@ def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) ->
                 report=a.report,
                 work_dir=a.work_dir,
                 resume=a.resume,
-                progress=progress,
-                on_phase=phase,
+                progress=live.progress,
+                on_phase=live.phase,
                 out_dir=a.out,
                 junit=a.junit,
                 html=a.html,
@@ -217,10 +236,33 @@ def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) ->
         print_run(result, console)
         for key in ("json", "junit", "html"):
             if key in result.files:
-                console.print(f"{_FILE_NAMES[key]}: {result.files[key]}")
+                console.print(f"{_FILE_NAMES[key]}: {result.files[key]}", highlight=False)
+        log = _spark_log_kept()
+        if log is not None:
+            console.print(f"Spark log: {log}", highlight=False)
         if target.keep:
             console.print(f"{target.description} left running (--keep): {target.connection_string()}")
         return result.exit_code
+
+
+def _spark_log_kept() -> Path | None:
+    from applier.sparkenv import spark_log
+
+    log = spark_log()
+    return (
+        log if log is not None and log.exists() and not log.parent.name.startswith("applier-spark-") else None
+    )
+
+
+def _log_to(a: argparse.Namespace) -> Path | None:
+    """Where a quiet run keeps Spark's log: its --out folder, else beside its first report
+    file; None: nowhere kept (a temporary file)."""
+    if getattr(a, "out", None) and a.command == "run":
+        return Path(a.out) / "spark.log"
+    for key in ("report", "junit", "html"):
+        if getattr(a, key, None):
+            return Path(getattr(a, key)).absolute().parent / "spark.log"
+    return None
 
 
 def _target_named(a: argparse.Namespace, config: Config, e: TargetError) -> TargetError:
@@ -287,11 +329,41 @@ def cmd_clean(a: argparse.Namespace) -> int:
     return 0
 
 
+EXIT_CODES = """exit codes:
+  0    converged: every subscriber holds the publisher's rows
+  1    diverged: a subscriber differs (the report names the keys and their commands)
+  2    unknown, or the run could not start or finish (bad input, an unreachable target, a
+       check that could not decide); the reasons are on stderr and in the report
+  130  stopped by SIGINT (Ctrl-C), 143 by SIGTERM: the open round rolled back
+
+Spark's own log goes to spark.log in the run's folder (--out, else beside the report); -v
+shows it, and applier's own log, on the console."""
+
+
+def _version() -> str:
+    from applier.report.json import versions
+
+    v = versions()
+    return f"applier {v['applier']} (Spark {v['spark']}, pyodbc {v['pyodbc']}, Python {v['python']})"
+
+
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="applier", description="Multi-connection apply tester for replication subscribers")
-    p.add_argument("-v", "--verbose", action="store_true")
-    sub = p.add_subparsers(dest="command")
-    r = sub.add_parser("run", help="apply a change stream with N streams and verify the subscriber (default)")
+    p = _Parser(
+        prog="applier",
+        description="Multi-connection apply tester for replication subscribers",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help=_VERBOSE_HELP)
+    p.add_argument("--version", action="version", version=_version(), help="print the versions and exit")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    r = sub.add_parser(
+        "run",
+        help="apply a change stream with N streams and verify the subscriber (default)",
+        description="Apply a change stream with N streams and verify the subscriber.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_settings(r)
     _add_run(r)
     r.add_argument(
@@ -323,16 +395,22 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--keep", action="store_true", help="leave the embedded PostgreSQL running and print how to reach it"
     )
-    r.add_argument("--quiet", "-q", action="store_true")
+    r.add_argument("--quiet", "-q", action="store_true", help="no progress, only the summary")
     r.set_defaults(func=cmd_run)
     g = sub.add_parser("generate", help="write a generated change stream as canonical files")
     _add_settings(g)
-    g.add_argument("--out", required=True)
-    g.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
+    g.add_argument("--out", required=True, help="folder for the changes and the snapshot")
+    g.add_argument(
+        "--format", choices=["jsonl", "parquet"], default="jsonl", help="file format (default jsonl)"
+    )
     g.set_defaults(func=cmd_generate)
     pr = sub.add_parser("procs", help="print or write the apply procedure scripts")
-    pr.add_argument("--dialect", choices=["tsql", "postgres"], default="tsql")
-    pr.add_argument("--config", "--articles", dest="config")
+    pr.add_argument(
+        "--dialect", choices=["tsql", "postgres"], default="tsql", help="T-SQL (default) or PL/pgSQL"
+    )
+    pr.add_argument(
+        "--config", "--articles", dest="config", help="the articles' configuration (default: the demo's)"
+    )
     pr.add_argument("--out", help="folder: one script per article")
     pr.set_defaults(func=cmd_procs)
     sc = sub.add_parser("schema", help="print (or write) the configuration file's JSON Schema")
@@ -342,6 +420,11 @@ def parser() -> argparse.ArgumentParser:
     cl.add_argument("--dir", help="where to look (default: the temporary directory)")
     cl.set_defaults(func=cmd_clean)
     _register_extra(sub)
+    for command in sub.choices.values():  # `applier run -v` as well as `applier -v run`
+        if not any("-v" in act.option_strings for act in command._actions):
+            command.add_argument(
+                "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP
+            )
     return p
 
 
@@ -357,13 +440,14 @@ def _register_extra(sub: Any) -> list[str]:
     return names + repro.register(sub, _add_settings, _add_run, _config)
 
 
+_NO_SPARK = ("procs", "schema", "clean", "lint")  # commands that never start Spark
 _REPRO = ("explore", "shrink", "export", "replay")  # applier.repro
 COMMANDS = ("run", "generate", "procs", "schema", "clean", "lint", "matrix", "bench", *_REPRO)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in (*COMMANDS, "-h", "--help", "-v", "--verbose"):
+    if not argv or argv[0] not in (*COMMANDS, "-h", "--help", "-v", "--verbose", "--version"):
         argv = ["run", *argv]
     try:
         a = parser().parse_args(argv)
@@ -376,6 +460,10 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if a.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if a.command not in _NO_SPARK:
+        from applier.sparkenv import configure_log
+
+        configure_log(a.verbose, _log_to(a))
     received: list[int] = []
     previous = {}
     if threading.current_thread() is threading.main_thread():  # only there may handlers be set

@@ -165,9 +165,15 @@ def _publish_when_done(spark: SparkSession, archive: ClassArchive) -> None:
     atexit.register(done)
 
 
+_LOCAL: list[Path] = []
+
+
 def _local_dir() -> Path:
     """The JVM's temporary folder for this process (Spark's block manager, shuffle files)."""
     from applier import leftovers
+
+    if _LOCAL:
+        return _LOCAL[0]
 
     leftovers.clean()
     folder = leftovers.owned_dir("applier-spark-")
@@ -175,7 +181,58 @@ def _local_dir() -> Path:
     # Removed at exit without a word to Spark: after a signal its gateway may be mid-call. The
     # JVM exits when this process does (its stdin closes) and finds nothing left to delete.
     atexit.register(shutil.rmtree, folder, True)
+    _LOCAL.append(folder)
     return folder
+
+
+LOG4J2 = Path(__file__).with_name("log4j2.properties")
+
+
+@dataclass
+class _Log:
+    verbose: bool = False
+    file: Path | None = None
+
+
+_log = _Log()
+
+
+def configure_log(verbose: bool, log_file: str | Path | None = None) -> None:
+    """How the local Spark that :func:`spark_session` starts talks: quiet (the default) sends
+    everything its JVM prints (the JVM's own start-up warnings, Spark's log, the Python
+    workers' output) to ``log_file`` (default: ``spark.log`` in this process's Spark
+    folder, removed at exit); ``verbose`` leaves it on the console. Set before the session
+    starts (the JVM's output is fixed when it is launched)."""
+    _log.verbose = verbose
+    _log.file = Path(log_file) if log_file is not None else None
+
+
+def spark_log() -> Path | None:
+    """Where the local Spark's output goes (None: the console, or not started by applier)."""
+    return _log.file
+
+
+def _launch_gateway(builder: Any) -> None:
+    """Start the local JVM with its stdout and stderr in the log file (unless verbose): the
+    JVM prints its start-up warnings (``Using incubator modules``) before any log
+    configuration applies, so only its output streams can keep them off the console."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if _log.verbose or SparkContext._gateway is not None:
+        return
+    path = spark_log()
+    if path is None:
+        path = _local_dir() / "spark.log"
+        _log.file = path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conf = SparkConf(loadDefaults=False)
+    conf.setAll(list(builder._options.items()))
+    with SparkContext._lock, path.open("ab") as out:
+        if SparkContext._gateway is None:
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})  # type: ignore[no-untyped-call]
+            SparkContext._gateway = gateway
+            SparkContext._jvm = gateway.jvm
 
 
 def spark_session(slots: int = 4, app: str = "applier") -> SparkSession:
@@ -199,6 +256,7 @@ def spark_session(slots: int = 4, app: str = "applier") -> SparkSession:
             java_options.append(archive.java_options())
             if archive.ready:
                 archive.used()
+        java_options.append(f"-Dlog4j2.configurationFile={LOG4J2}")
         builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
         n = max(slots, os.cpu_count() or 2, 2)
         builder = (
@@ -219,6 +277,8 @@ def spark_session(slots: int = 4, app: str = "applier") -> SparkSession:
             .config("spark.executorEnv.ODBCSYSINI", os.environ.get("ODBCSYSINI", ""))
         )
     handler = signal.getsignal(signal.SIGINT)
+    if not under_spark_submit():
+        _launch_gateway(builder)
     spark = builder.getOrCreate()
     if handler not in (signal.default_int_handler, signal.SIG_DFL, signal.SIG_IGN, None) and (
         threading.current_thread() is threading.main_thread()
@@ -226,7 +286,9 @@ def spark_session(slots: int = 4, app: str = "applier") -> SparkSession:
         # PySpark replaces the SIGINT handler with one that cancels the jobs; a caller that
         # handles signals itself (the CLI) keeps its own.
         signal.signal(signal.SIGINT, handler)
-    spark.sparkContext.setLogLevel("ERROR")
+    # A local run's log goes to its file (or, with -v, the console) at WARN; under spark-submit
+    # the cluster's log configuration rules and the driver says only errors.
+    spark.sparkContext.setLogLevel("ERROR" if under_spark_submit() else "WARN")
     if archive is not None and not archive.ready:
         archive.clear_stale()
         _publish_when_done(spark, archive)

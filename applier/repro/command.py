@@ -38,7 +38,7 @@ def register(
     e.add_argument(
         "--out", default="out/explore", help="where the failing try's run folder goes (default out/explore)"
     )
-    e.add_argument("--quiet", "-q", action="store_true")
+    e.add_argument("--quiet", "-q", action="store_true", help="only the outcome, no line per run")
     e.set_defaults(func=lambda a: cmd_explore(a, make_config))
 
     s = sub.add_parser(
@@ -54,7 +54,7 @@ def register(
         action="store_true",
         help="keep a cut that fails under the schedule even if it also fails on one stream in commit order",
     )
-    s.add_argument("--quiet", "-q", action="store_true")
+    s.add_argument("--quiet", "-q", action="store_true", help="only the outcome, no line per run")
     s.set_defaults(func=cmd_shrink)
 
     x = sub.add_parser(

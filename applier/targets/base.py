@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import os
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +70,15 @@ class Target(abc.ABC):
             return Target.embedded(keep=keep)
         if text in ("postgres-container", "mssql"):
             return BACKENDS[text]()
+        if "=" not in text and re.fullmatch(r"[\w.\-]{1,40}", text):  # a misspelt name? (a word: no secret)
+            import difflib
+
+            names = ["embedded", "postgres-container", "mssql"]
+            close = difflib.get_close_matches(text.lower(), names, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(names)}"
+            raise TargetError(
+                f"{text!r} is neither a target name nor an ODBC connection string (key=value;...): {hint}"
+            )
         return Target.odbc(text)
 
     # -- lifecycle -----------------------------------------------------------------------

@@ -45,7 +45,11 @@ def redact(cs: str) -> str:
             return f"{m.group(1)}=***;"
         return m.group(0)
 
-    return _PAIR_RE.sub(sub, cs)
+    # A URL's password (scheme://user:password@host), given where a connection string goes
+    return _PAIR_RE.sub(sub, _URL_PASSWORD.sub(r"\1***@", cs))
+
+
+_URL_PASSWORD = re.compile(r"(://[^:/@\s;]*:)[^@\s;]*@")
 
 
 def option(cs: str, key: str) -> str | None:
