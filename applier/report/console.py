@@ -76,6 +76,9 @@ def print_summary(report: Mapping[str, Any], console: Console | None = None, sho
         t.add_row("deferred commands", str(report["deferred"]))
     tp = report["throughput_cmds_per_s"]
     t.add_row("apply throughput", f"{tp:,.0f} commands/s ({report['apply_seconds']:.2f} s)" if tp else "-")
+    phases = report.get("phases_seconds") or {}
+    if phases:
+        t.add_row("phases", ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))
     t.add_row("rows expected / found", f"{report['rows_expected']} / {report['rows_found']}")
     div = report["divergence"]
     t.add_row(

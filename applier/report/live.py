@@ -134,20 +134,15 @@ class LiveProgress:
         with self._lock:
             if self.current is None:
                 return
-            task = self.bar.tasks[-1] if self.bar.tasks else None
-            took = time.perf_counter() - self.started
-            count = ""
-            if task is not None and task.total and self.counting == "rounds":
-                count = f", {task.completed:,.0f}/{task.total:,.0f} rounds"
             self.bar.remove_task(self.current)
             self.current = None
-            if not self.quiet and ok:
-                self.console.print(f"[dim]- {self.name}: {took:.1f} s{count}[/]", highlight=False)
 
     def phase(self, text: str) -> None:
-        """A new phase began: the last one is done (its line printed with its time)."""
+        """A new phase began (its line printed once, as it starts): the last one is done."""
         self._end()
         with self._lock:
+            if not self.quiet:
+                self.console.print(f"[dim]- {text}[/]", highlight=False)
             self.name = text
             self.started = time.perf_counter()
             self.counting = "tasks"

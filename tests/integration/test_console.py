@@ -1,0 +1,66 @@
+"""`applier run` as a CI job sees it: nothing on stderr but applier's own lines (the JVM's
+start-up warnings and Spark's log are in spark.log in the run's folder), every reset said
+once, the reports written (JSON with its envelope, JUnit valid against the XSD); and `-v`
+brings Spark's lines back to the console."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import xmlschema
+
+pytestmark = pytest.mark.integration
+
+APPLIER = [sys.executable, "-m", "applier.cli"]
+XSD = Path(__file__).parents[1] / "data" / "junit" / "junit.xsd"
+
+
+def test_run_prints_nothing_on_stderr_and_writes_every_report(tmp_path):
+    out = tmp_path / "run"
+    p = subprocess.run(
+        [*APPLIER, "run", "--transactions", "400", "--out", str(out), "--junit", str(out / "junit.xml")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stderr == "", p.stderr[-3000:]
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["schema_version"] == 2 and doc["verdict"] == "converged"
+    assert doc["versions"]["spark"].startswith("4.") and doc["started_at"].endswith("Z")
+    resets = doc["reset_log"]
+    assert resets, "the demo's key chains reset at least once at 400 transactions"
+    for entry in resets:
+        assert {"round", "streams_from", "classes", "streams", "message"} <= entry.keys()
+        line = f"{entry['message']} (round {entry['round']}:"
+        assert p.stdout.count(line) == 1, (line, p.stdout)  # each reset said once
+    for phase in ("- generating", "- installing", "- applying", "- verifying"):
+        assert p.stdout.count(phase) == 1, (phase, p.stdout)
+    timeline = doc["timeline"]
+    streams = doc["settings"]["run"]["streams"]
+    assert {s["stream"] for s in timeline["segments"]} <= set(range(streams))
+    assert len(timeline["rounds"]) == doc["rounds"]
+    assert sum(
+        pt[1] * doc["throughput_series"]["bucket_seconds"] for pt in doc["throughput_series"]["points"]
+    ) == (pytest.approx(doc["commands"], rel=0.01))
+    log = (out / "spark.log").read_text()
+    assert "incubator" in log  # the JVM's start-up warning went here, not to the console
+    xmlschema.XMLSchema(str(XSD)).validate(str(out / "junit.xml"))
+    assert "JUnit XML:" in p.stdout and "Spark log:" in p.stdout
+
+
+def test_verbose_shows_spark_on_the_console(tmp_path):
+    p = subprocess.run(
+        [*APPLIER, "run", "-v", "--transactions", "50", "--report", str(tmp_path / "r.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "incubator" in p.stderr  # the JVM's own output, as Spark prints it
+    assert " INFO " in p.stderr  # the Python side's log at INFO (-v), quiet otherwise
+    assert not (tmp_path / "spark.log").exists()
