@@ -81,7 +81,7 @@ def register(subparsers: Any) -> str:
         help="what to measure: ceiling, applier (procedure calls), set (applier with set-based apply), "
         "native (default: all)",
     )
-    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--seed", type=int, default=42, help="seed of the generated updates (default 42)")
     p.add_argument(
         "--out", default="out/bench", help="folder for bench.json and bench.png (default out/bench)"
     )
@@ -90,7 +90,7 @@ def register(subparsers: Any) -> str:
         metavar="FILE",
         help="also write the table, the goals and the plots as one self-contained HTML file (inline SVG)",
     )
-    p.add_argument("--quiet", "-q", action="store_true")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines, only the table")
     p.set_defaults(func=cmd_bench)
     return "bench"
 

@@ -30,12 +30,24 @@ def register(sub: Any) -> str:
         default=["key-hash", "round-robin", "writeset"],
         help=f"comma-separated of {','.join(PARTITIONS)}",
     )
-    p.add_argument("--models", type=_csv, default=["agent", "independent"])
-    p.add_argument("--policies", type=_csv, default=["strict", "continue-on-data-consistency-errors"])
-    p.add_argument("--streams", "-n", type=int, default=4)
-    p.add_argument("--transactions", type=int, default=320)
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--lock-timeout-ms", type=int, default=300)
+    p.add_argument(
+        "--models",
+        type=_csv,
+        default=["agent", "independent"],
+        help="comma-separated (default agent,independent)",
+    )
+    p.add_argument(
+        "--policies",
+        type=_csv,
+        default=["strict", "continue-on-data-consistency-errors"],
+        help="comma-separated error policies (default strict,continue-on-data-consistency-errors)",
+    )
+    p.add_argument(
+        "--streams", "-n", type=int, default=4, help="subscription streams of every cell (default 4)"
+    )
+    p.add_argument("--transactions", type=int, default=320, help="transactions per cell (default 320)")
+    p.add_argument("--seed", type=int, default=42, help="seed of every cell's stream (default 42)")
+    p.add_argument("--lock-timeout-ms", type=int, default=300, help="lock wait of every cell (default 300)")
     p.add_argument(
         "--target", help="embedded (default) | an ODBC connection string | mssql | postgres-container"
     )

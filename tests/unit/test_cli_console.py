@@ -1,0 +1,180 @@
+"""The command line as a new user meets it: help on every option, the exit codes in --help,
+--version, -v before or after the command, did-you-mean for typos, secrets never echoed; and
+the live progress, which never draws a bar without a total."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import time
+
+import pytest
+from rich.console import Console
+from rich.text import Text
+
+from applier import cli
+from applier.errors import TargetError
+from applier.report.live import LiveProgress, _Bar, _Eta
+from applier.targets import Target
+from applier.targets.connstr import redact
+
+
+def _parsers() -> list[tuple[str, argparse.ArgumentParser]]:
+    out = [("applier", cli.parser())]
+    for act in out[0][1]._actions:
+        if isinstance(act, argparse._SubParsersAction):
+            out += list(act.choices.items())
+    return out
+
+
+def test_every_option_of_every_command_has_help():
+    missing = [
+        (name, act.option_strings)
+        for name, p in _parsers()
+        for act in p._actions
+        if act.option_strings and not (act.help or "").strip()
+    ]
+    assert missing == []
+    assert len(_parsers()) >= 13  # run, generate, procs, ... replay: the walk saw them all
+
+
+def test_help_lists_the_exit_codes(capsys):
+    for argv in (["--help"], ["run", "--help"]):
+        with pytest.raises(SystemExit) as e:
+            cli.main(argv)
+        assert e.value.code == 0
+        out = capsys.readouterr().out
+        for code in ("0 ", "1 ", "2 ", "130"):
+            assert f"  {code}" in out, (argv, code)
+        assert "diverged" in out and "SIGTERM" in out
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("applier ") and "Spark 4." in out and "pyodbc" in out
+
+
+@pytest.mark.parametrize("argv", [["-v", "run", "--streams", "3"], ["run", "-v", "--streams", "3"]])
+def test_verbose_before_or_after_the_command(argv):
+    a = cli.parser().parse_args(argv)
+    assert a.verbose is True and a.streams == 3 and a.command == "run"
+
+
+def test_verbose_is_off_by_default():
+    a = cli.parser().parse_args(["run"])
+    assert a.verbose is False
+
+
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [
+        (["run", "--partition", "key-hsh"], "did you mean 'key-hash'?"),
+        (["run", "--model", "agnet"], "did you mean 'agent'?"),
+        (["run", "--targte", "embedded"], "--targte -> --target"),
+        (["run", "--custm-sql", "x.sql"], "--custm-sql -> --custom-sql"),
+    ],
+)
+def test_typos_get_a_suggestion(argv, hint, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert hint in err and "--help" in err
+    assert "Traceback" not in err
+
+
+def test_an_unknown_word_gets_no_invented_suggestion(capsys):
+    assert cli.main(["run", "--partition", "zzzzzz"]) == 2
+    assert "did you mean" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [("embeded", "embedded"), ("mssq", "mssql"), ("postgres-contaner", "postgres-container")],
+)
+def test_a_misspelt_target_suggests_the_name(given, meant):
+    with pytest.raises(TargetError, match=f"did you mean '{meant}'"):
+        Target.parse(given)
+
+
+def test_a_misspelt_target_on_the_command_line(capsys):
+    assert cli.main(["run", "--target", "embeded"]) == 2
+    err = capsys.readouterr().err
+    assert "--target" in err and "did you mean 'embedded'?" in err
+
+
+def test_a_url_target_never_echoes_its_password(capsys):
+    assert cli.main(["run", "--target", "postgres://app:S3cret-pw@db.example/app"]) == 2
+    err = capsys.readouterr().err
+    assert "S3cret-pw" not in err and "***" in err
+
+
+def test_redact_url_and_connection_string_passwords():
+    assert redact("Driver={x};Server=h;PWD=abc;") == "Driver={x};Server=h;PWD=***;"
+    assert redact("postgresql://u:p4ss@h:5432/db") == "postgresql://u:***@h:5432/db"
+    assert "p4ss" not in redact("Server=h;Url=postgresql://u:p4ss@h/db;")
+
+
+def test_a_refused_run_still_writes_its_reports(tmp_path, capsys):
+    """Refused before it starts (a bad option value): the JSON and the JUnit say unknown, and why."""
+    import json
+    import xml.etree.ElementTree as ET
+
+    rep, junit = tmp_path / "r.json", tmp_path / "j.xml"
+    assert cli.main(["run", "--streams", "0", "--report", str(rep), "--junit", str(junit)]) == 2
+    doc = json.loads(rep.read_text())
+    assert doc["verdict"] == "unknown" and "--streams" in doc["reason"] and doc["schema_version"] == 2
+    assert doc["versions"]["applier"] and doc["started_at"]
+    err = ET.parse(junit).getroot().find("testsuite/testcase/error")
+    assert err is not None and "--streams" in err.get("message")
+    assert "--streams" in capsys.readouterr().err
+
+
+# -- live progress ---------------------------------------------------------------------------
+
+
+def _console() -> tuple[Console, io.StringIO]:
+    buf = io.StringIO()
+    return Console(file=buf, force_terminal=True, width=120), buf
+
+
+def test_no_bar_and_no_eta_without_a_total():
+    console, _ = _console()
+    live = LiveProgress(console, tasks=lambda: None)
+    with live:
+        live.phase("generating")
+        task = live.bar.tasks[-1]
+        assert task.total is None
+        assert _Bar().render(task).plain == ""
+        assert _Eta().render(task).plain == ""
+
+
+def test_spark_tasks_then_rounds_with_rate_and_eta():
+    console, buf = _console()
+    counts = iter([(1, 8), (4, 8), (8, 8)] + [None] * 100)
+    live = LiveProgress(console, tasks=lambda: next(counts), poll_s=0.01)
+    with live:
+        live.phase("generating")
+        for _ in range(200):
+            if live.bar.tasks[-1].completed == 8:
+                break
+            time.sleep(0.01)
+        assert (live.bar.tasks[-1].completed, live.bar.tasks[-1].total) == (8, 8)
+        live.phase("applying 100 commands in 10 rounds on 4 streams")
+        live.progress("apply", 3, 10)
+        task = live.bar.tasks[-1]
+        assert (task.completed, task.total, task.fields["unit"]) == (3, 10, "rounds")
+        assert not isinstance(_Bar().render(task), Text)  # a bar is drawn once the total is known
+        assert _Eta().render(task).plain == "" or _Eta().render(task).plain.startswith("ETA")
+        live.progress("apply", 10, 10)
+    out = buf.getvalue()
+    assert out.count("- generating") == 1 and out.count("- applying 100 commands") == 1
+
+
+def test_quiet_prints_nothing():
+    console, buf = _console()
+    with LiveProgress(console, quiet=True, tasks=lambda: (1, 2)) as live:
+        live.phase("generating")
+        live.progress("apply", 1, 2)
+    assert buf.getvalue() == ""
