@@ -126,6 +126,7 @@ def cmd_matrix(a: argparse.Namespace) -> int:
         "cmds/s",
     ):
         t.add_column(col)
+    # an n/a cell (a strategy the model does not support) is dim: "[]n/a[/]" is a rich markup error
     style = {"converged": "green", "diverged": "red", "unknown": "yellow"}
     for r in rows:
         conflicts = ", ".join(f"{k} {v}" for k, v in (r.get("conflicts") or {}).items()) or "-"
@@ -139,7 +140,7 @@ def cmd_matrix(a: argparse.Namespace) -> int:
             str(r.get("resets", "-")),
             str(r.get("deferred", "-")),
             str(r.get("skipped", "-")),
-            f"[{style.get(r['verdict'], '')}]{r['verdict']}[/]",
+            f"[{style.get(r['verdict'], 'dim')}]{r['verdict']}[/]",
             str(r.get("divergent_rows", "-")),
             f"{tp:,.0f}" if tp else "-",
         )
@@ -155,6 +156,6 @@ def cmd_matrix(a: argparse.Namespace) -> int:
         files = write_reports(doc, junit=a.junit, html=a.html, kind="matrix")
         for key, name in (("junit", "JUnit XML"), ("html", "HTML report")):
             if key in files:
-                console.print(f"{name}: {files[key]}", highlight=False)
+                console.print(f"{name}: {files[key]}", highlight=False, soft_wrap=True)
     # Diverged cells are what the matrix is for; a cell that could not decide fails it.
     return 1 if any(r["verdict"] == applier.Verdict.UNKNOWN.value for r in rows) else 0

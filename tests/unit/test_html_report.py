@@ -328,3 +328,71 @@ def test_every_fixture_renders_a_standalone_page(name: str):
     text = render_run(load(name))
     check_page(text)
     assert "<style>" in text and "http" not in text.replace("http-equiv", "")
+
+
+# -- the commands' --html / --junit (the runs replaced: no Spark, no database) --------------------
+
+
+class _Target:
+    description = "no target (unit test)"
+
+    def __enter__(self) -> _Target:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _args(*argv: str):  # type: ignore[no-untyped-def]
+    from applier.cli import parser
+
+    return parser().parse_args(list(argv))
+
+
+def test_matrix_writes_its_html_and_junit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    import applier
+    import applier.matrix
+
+    doc = _matrix()
+    monkeypatch.setattr(applier.Target, "parse", staticmethod(lambda spec: _Target()))
+    monkeypatch.setattr(applier.matrix, "run_matrix", lambda *a, **k: doc["rows"])
+    html_path, junit_path = tmp_path / "out" / "m.html", tmp_path / "out" / "m.xml"
+    a = _args("matrix", "--workloads", "key-chain", "--html", str(html_path), "--junit", str(junit_path))
+    assert a.func(a) == 1  # an unknown cell fails the matrix
+    dom = check_page(html_path.read_text(encoding="utf-8"))
+    assert len(dom.find("tr", "cell")) == 4
+    assert junit_path.read_text(encoding="utf-8").startswith("<?xml")
+    out = capsys.readouterr().out
+    assert f"HTML report: {html_path}" in out and f"JUnit XML: {junit_path}" in out
+
+
+@pytest.mark.parametrize("command", ["matrix", "bench"])
+def test_a_folder_given_as_html_file_is_refused_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    import applier.bench.command
+    import applier.matrix
+    from applier.errors import ConfigError
+
+    def never(*a: Any, **k: Any) -> Any:
+        raise AssertionError("ran")
+
+    monkeypatch.setattr(applier.matrix, "run_matrix", never)
+    monkeypatch.setattr(applier.bench.command, "run_bench", never)
+    a = _args(command, "--html", str(tmp_path))
+    with pytest.raises(ConfigError, match="--html .*a folder"):
+        a.func(a)
+
+
+def test_bench_writes_its_html(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    import applier.bench.command
+    import applier.bench.plot
+
+    monkeypatch.setattr(applier.bench.command, "run_bench", lambda *a, **k: _bench())
+    monkeypatch.setattr(applier.bench.plot, "plot", lambda doc, path: None)  # no matplotlib needed
+    page = tmp_path / "b.html"
+    a = _args("bench", "--commands", "1000", "--out", str(tmp_path / "bench"), "--html", str(page), "-q")
+    assert a.func(a) == 2  # off N=4 diverged in the figures
+    dom = check_page(page.read_text(encoding="utf-8"))
+    assert len(dom.find("svg", "bench-plot")) == 2
+    assert f"html: {page}" in capsys.readouterr().out
