@@ -1074,7 +1074,7 @@ def _bench_svg(sync: str, run: Mapping[str, Any]) -> str:
             '<span class="sw" style="background:#6e7781"></span>PostgreSQL logical apply (1 worker)'
         )
     return (
-        '<div style="display:inline-block;vertical-align:top;margin-right:12px">'
+        '<div style="display:inline-block;vertical-align:top;margin-right:12px;width:480px">'
         + "".join(out)
         + (f'<div class="legend">{"".join(legend)}</div></div>')
     )
