@@ -13,7 +13,7 @@ setup: ## install what is missing: apt packages, .venv with applier and test ext
 	@bash ci/setup.sh
 
 demo: setup ## run the main job: a multi-stream apply against an embedded PostgreSQL
-	$(BIN)/applier run --report $(OUT)/demo-report.json
+	$(BIN)/applier run --report $(OUT)/demo-report.json --junit $(OUT)/demo-junit.xml --html $(OUT)/demo-report.html
 
 test: setup ## run the tests (unit + integration on embedded PostgreSQL and local Spark)
 	$(BIN)/pytest -m "not faults"
