@@ -447,8 +447,12 @@ COMMANDS = ("run", "generate", "procs", "schema", "clean", "lint", "matrix", "be
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in (*COMMANDS, "-h", "--help", "-v", "--verbose", "--version"):
-        argv = ["run", *argv]
+    lead = 0  # `applier -v --streams 4` is `applier -v run --streams 4`
+    while lead < len(argv) and argv[lead] in ("-v", "--verbose"):
+        lead += 1
+    rest = argv[lead:]
+    if not rest or rest[0] not in (*COMMANDS, "-h", "--help", "--version"):
+        argv = [*argv[:lead], "run", *rest]
     try:
         a = parser().parse_args(argv)
         if a.command is None:

@@ -63,6 +63,19 @@ def test_verbose_before_or_after_the_command(argv):
     assert a.verbose is True and a.streams == 3 and a.command == "run"
 
 
+def test_verbose_before_options_without_the_command(monkeypatch):
+    seen: list[argparse.Namespace] = []
+
+    def fake_run(a: argparse.Namespace) -> int:
+        seen.append(a)
+        return 0
+
+    monkeypatch.setattr(cli, "cmd_run", fake_run)
+    monkeypatch.setattr(cli, "_NO_SPARK", (*cli._NO_SPARK, "run"))  # no Spark log set-up either
+    assert cli.main(["-v", "--streams", "3"]) == 0
+    assert len(seen) == 1 and seen[0].verbose is True and seen[0].streams == 3
+
+
 def test_verbose_is_off_by_default():
     a = cli.parser().parse_args(["run"])
     assert a.verbose is False
