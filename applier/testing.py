@@ -38,20 +38,20 @@ def describe(result: RunResult, *, show: int = SHOW) -> str:
     lines = [
         f"applier run {result.verdict.value.upper()} (exit code {result.exit_code}){_counts(result.counts)}"
     ]
-    for s in result.subscriptions:
-        lines += _subscription(s, len(result.subscriptions) > 1)
-    if result.files.get("json"):
-        lines.append(f"report: {result.files['json']}")
     # the lost rows first: a missing key is what a subscriber failed to apply
     divergent = sorted(result.divergent, key=lambda sd: _KINDS.get(sd[1].kind, len(_KINDS)))
-    total = sum(s.check.divergent_rows for s in result.subscriptions)
+    shown = divergent[:show]
     named = len(result.subscriptions) > 1
-    if divergent:
-        shown = divergent[:show]
-        for kind in _KINDS:
-            keys = [_key(d, sub if named else None) for sub, d in shown if d.kind == kind]
-            if keys:
-                lines.append(f"{kind} keys: {', '.join(keys)}")
+    for kind in _KINDS:  # the keys next to the verdict: a JUnit message keeps its first lines
+        keys = [_key(d, sub if named else None) for sub, d in shown if d.kind == kind]
+        if keys:
+            lines.append(f"{kind} keys: {', '.join(keys)}")
+    for s in result.subscriptions:
+        lines += _subscription(s, named)
+    if result.files.get("json"):
+        lines.append(f"report: {result.files['json']}")
+    if shown:
+        total = sum(s.check.divergent_rows for s in result.subscriptions)
         of = f"the first {len(shown)} of {total}" if total > len(shown) else f"all {len(shown)}"
         lines.append(f"divergent keys ({of}) and the commands that touched them:")
         for sub, d in shown:

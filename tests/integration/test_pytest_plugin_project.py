@@ -1,0 +1,86 @@
+"""The plugin as a user meets it: a throwaway project holding only the files copied from
+examples/ (two test files, the broken procedure's SQL and its configuration; no conftest, no
+pyproject) run by the installed applier's pytest. The converging test passes; the broken
+procedure's test fails and its message, in the JUnit XML and on stdout, names the lost keys."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+FILES = ("test_subscriber.py", "test_broken_procedure.py", "broken_update.sql", "broken_procedure.toml")
+
+
+def test_examples_in_a_throwaway_project(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in FILES:
+        shutil.copy(EXAMPLES / name, project / name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "APPLIER_TARGET"))}
+    junit, basetemp = tmp_path / "junit.xml", tmp_path / "basetemp"
+    started = time.monotonic()
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={junit}",
+            f"--basetemp={basetemp}",
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1400,
+    )
+    seconds = time.monotonic() - started
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out  # 1: tests ran and some failed
+    assert "applier target: embedded (default)" in res.stdout
+
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    assert set(cases) == {
+        "test_key_chains_converge_on_four_streams",
+        "test_update_procedure_without_zero_row_check_loses_keys",
+    }, out
+    good, broken = (
+        cases["test_key_chains_converge_on_four_streams"],
+        cases["test_update_procedure_without_zero_row_check_loses_keys"],
+    )
+    assert good.get("classname") == "test_subscriber", out
+    assert not list(good.iter("failure")) and not list(good.iter("error")) and not list(good.iter("skipped"))
+    (failure,) = broken.iter("failure")
+    message, text = failure.get("message") or "", failure.text or ""
+    assert message.startswith("AssertionError: applier run DIVERGED (exit code 1)"), message
+
+    # the keys the subscriber lost, as the run's own report has them, are named
+    reports = sorted(basetemp.rglob("applier-run-1/report.json"))
+    by_test = {p.parent.parent.name: json.loads(p.read_text()) for p in reports}
+    (report,) = [r for name, r in by_test.items() if name.startswith("test_update_procedure")]
+    assert report["verdict"] == "diverged" and report["divergence"]["missing"] > 0
+    lost = [f"dbo.kc_rows ({d['key'][0]})" for d in report["divergent"] if d["kind"] == "missing"][:10]
+    assert lost
+    line = "missing keys: " + ", ".join(lost)
+    for where in (message, text, res.stdout):
+        assert line in where, where
+    assert "inverted pair: lsn " in text and " ran on stream " in text
+    assert f"  missing {lost[0]}" in res.stdout
+
+    (good_report,) = [r for name, r in by_test.items() if name.startswith("test_key_chains")]
+    assert good_report["verdict"] == "converged" and good_report["conflicts"]["row_not_found"] > 0
+    for name in ("config.json", "schedule.jsonl", "outcome.json"):  # the run folders are kept
+        assert all((p.parent / name).exists() for p in reports), name
+    print(f"throwaway project: {seconds:.0f} s")
