@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]
+pytest_plugins = ["pytester"]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FILES = ("test_subscriber.py", "test_broken_procedure.py", "broken_update.sql", "broken_procedure.toml")
@@ -84,3 +85,44 @@ def test_examples_in_a_throwaway_project(tmp_path):
     for name in ("config.json", "schedule.jsonl", "outcome.json"):  # the run folders are kept
         assert all((p.parent / name).exists() for p in reports), name
     print(f"throwaway project: {seconds:.0f} s")
+
+
+# -- applier_run in a user's session (pytester in a subprocess: an in-process run would drop
+# the modules it imported from sys.modules, and Spark's pickling of applier's functions after) --
+_RUNS = """
+from pathlib import Path
+
+from applier.config import parse_config
+from applier.pytest_plugin import assert_converged
+
+SWAP = parse_config({"run": {"streams": 2, "commit_batch_size": 5}, "workload": {"kind": "key-swap", "transactions": 12}})
+
+
+def test_two_runs(applier_run, applier_target, tmp_path):
+    a = applier_run(workload="uniform", streams=2, transactions=30, initial_rows=20, commit_batch_size=10)
+    b = applier_run(SWAP, streams=3)
+    assert_converged(a)
+    assert_converged(b)
+    assert a.settings["run"]["streams"] == 2 and b.settings["run"]["streams"] == 3
+    assert b.settings["workload"]["kind"] == "key-swap"
+    assert Path(a.files["json"]) == tmp_path / "applier-run-1" / "report.json"
+    assert (tmp_path / "applier-run-2" / "schedule.jsonl").exists()
+    Path("{out}").write_text(a.subscriptions[0].target + "\\n" + b.subscriptions[0].target)
+"""
+
+
+@pytest.mark.parametrize("how", ["embedded", "odbc"])
+def test_applier_run_gives_each_run_its_database_and_folder(pytester, pg, how, tmp_path):
+    out = tmp_path / "targets.txt"
+    pytester.makepyfile(_RUNS.replace("{out}", str(out)))
+    args = ["-p", "no:cacheprovider"]
+    if how == "odbc":  # a database applier cannot create others on: the tables are installed again
+        args += ["--applier-target", pg.connection_string()]
+    result = pytester.runpytest_subprocess(*args, timeout=900)
+    result.assert_outcomes(passed=1)
+    a, b = out.read_text().splitlines()
+    if how == "embedded":
+        assert a != b and "database applier_1_test_two_runs" in a and "database applier_2_test_two_runs" in b
+    else:
+        assert a == b and "Pwd=***;" in a and f"Pwd={pg.password}" not in a
+        result.stdout.fnmatch_lines(["applier target: *Pwd=***;* (--applier-target)"])

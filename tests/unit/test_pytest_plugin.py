@@ -6,6 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+# What the runs below import, imported here first: an in-process pytester run drops the
+# modules it imported from sys.modules afterwards (later tests would get second copies).
+import applier.config
+import applier.targets
+import applier.targets.containers
+import applier.targets.odbc  # noqa: F401
 from applier import pytest_plugin
 from applier.results import ApplySummary, Check, Divergence, RunResult, SubscriptionResult, Verdict
 from applier.testing import assert_converged, describe
