@@ -195,6 +195,8 @@ def cmd_run(a: argparse.Namespace) -> int:
         try:
             target = applier.Target.parse(a.target, keep=a.keep)
         except ApplierError as e:
+            if a.target is None:  # $APPLIER_TARGET: the message names it
+                raise
             raise type(e)(f"--target: {e}") from None
         # Every path checked before the target starts and anything is applied.
         applier.api.check_paths(

@@ -191,3 +191,10 @@ def test_quiet_prints_nothing():
         live.phase("generating")
         live.progress("apply", 1, 2)
     assert buf.getvalue() == ""
+
+
+def test_a_bad_applier_target_is_named_as_the_variable(monkeypatch, capsys):
+    monkeypatch.setenv("APPLIER_TARGET", "embeded")
+    assert cli.main(["run"]) == 2
+    err = capsys.readouterr().err
+    assert "$APPLIER_TARGET" in err and "--target" not in err and "did you mean 'embedded'?" in err
