@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 OUT ?= out
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-unit test-faults lint bench clean
+.PHONY: help setup demo test test-unit test-faults test-e2e lint bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -16,10 +16,13 @@ demo: setup ## run the main job: a multi-stream apply against an embedded Postgr
 	$(BIN)/applier run --report $(OUT)/demo-report.json --junit $(OUT)/demo-junit.xml --html $(OUT)/demo-report.html
 
 test: setup ## run the tests (unit + integration on embedded PostgreSQL and local Spark)
-	$(BIN)/pytest -m "not faults"
+	$(BIN)/pytest -m "not faults and not e2e"
 
 test-faults: setup ## kill -9 at 26 seeded moments and resume, connection kills, signals (~35 min)
 	$(BIN)/pytest -m faults
+
+test-e2e: setup ## longer end-to-end runs: the plugin per target, every hazard's blame, seeded schedules, bench (~10 min)
+	$(BIN)/pytest -m e2e
 
 test-unit: setup ## run the unit tests only (no database, no Spark)
 	$(BIN)/pytest tests/unit

@@ -75,9 +75,9 @@ class Target(abc.ABC):
 
             names = ["embedded", "postgres-container", "mssql"]
             close = difflib.get_close_matches(text.lower(), names, n=1, cutoff=0.6)
-            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(names)}"
+            hint = f"did you mean {close[0]!r}?" if close else f"the names are {', '.join(names)}"
             raise TargetError(
-                f"{text!r} is neither a target name nor an ODBC connection string (key=value;...): {hint}"
+                f"bad ODBC connection string {text!r}: neither a target name nor key=value pairs; {hint}"
             )
         return Target.odbc(text)
 

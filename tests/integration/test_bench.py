@@ -9,6 +9,7 @@ import pytest
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.e2e
 def test_bench_command_writes_its_json(spark, tmp_path):  # spark: share the session's Spark
     from applier.cli import main
 

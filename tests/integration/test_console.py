@@ -53,6 +53,7 @@ def test_run_prints_nothing_on_stderr_and_writes_every_report(tmp_path):
     assert "JUnit XML:" in p.stdout and "Spark log:" in p.stdout
 
 
+@pytest.mark.e2e
 def test_verbose_shows_spark_on_the_console(tmp_path):
     p = subprocess.run(
         [*APPLIER, "run", "-v", "--transactions", "50", "--report", str(tmp_path / "r.json")],

@@ -29,6 +29,7 @@ def _outcome(result: Any) -> tuple[Any, ...]:
     return (result.verdict.value, sub.conflict_events, tuple((d.article, d.key) for _, d in result.divergent))
 
 
+@pytest.mark.e2e
 def test_one_seed_five_runs_give_one_schedule_and_one_outcome(spark, target, tmp_path):
     # unique-shuffle: streams wait for each other's locks on a unique index (real lock waits).
     cfg = with_overrides(

@@ -242,6 +242,7 @@ def test_a_run_blames_the_delete_in_its_conflict_and_failed_events(spark, target
     assert rows(target, f"SELECT v FROM {table_ref(target, table)} WHERE id = 1") == [("x",)]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("workload", HAZARD_WORKLOADS)
 def test_every_conflict_of_every_hazard_names_its_command(spark, target, tmp_path, workload):
     # Round-robin deals whole transactions to the streams: every hazard conflicts (key-hash
@@ -266,9 +267,12 @@ def test_every_conflict_of_every_hazard_names_its_command(spark, target, tmp_pat
     assert all(e["lsn"] is not None for e in conflicts), [e.asDict() for e in conflicts if e["lsn"] is None]
     assert {e["located"] for e in conflicts} <= {"single", "rerun", "rerun-other"}
     # Run again after the other streams finished their shares, a statement may now wait for
-    # their locks instead of raising the chunk's error ("rerun-other", more often on a loaded
-    # machine: 3 of 8 on vacated-insert with two other test runs going); most raise it again.
-    assert sum(e["located"] == "rerun-other" for e in conflicts) <= len(conflicts) // 2
+    # their locks instead of raising the chunk's error ("rerun-other": 3 to 5 of 8 on
+    # vacated-insert, whose vacating delete is still open on another stream). The conflict
+    # keeps the chunk's own error, never the re-run's lock wait.
+    for e in conflicts:
+        if e["located"] == "rerun-other":
+            assert e["class"] != "lock_timeout" and e["code"] != "55P03", e.asDict()
     for e in conflicts:
         if e["class"] == "duplicate_key":
             assert e["constraint"].endswith("_pkey"), e.asDict()

@@ -111,6 +111,7 @@ def test_two_runs(applier_run, applier_target, tmp_path):
 """
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("how", ["embedded", "odbc"])
 def test_applier_run_gives_each_run_its_database_and_folder(pytester, pg, how, tmp_path):
     out = tmp_path / "targets.txt"
