@@ -19,10 +19,20 @@ APPLIER = [sys.executable, "-m", "applier.cli"]
 XSD = Path(__file__).parents[1] / "data" / "junit" / "junit.xsd"
 
 
-def test_run_prints_nothing_on_stderr_and_writes_every_report(tmp_path):
+def test_the_demo_prints_nothing_on_stderr_and_writes_every_report(tmp_path):
+    """`make demo`'s run (the demo configuration, 10,000 commands on 4 streams)."""
     out = tmp_path / "run"
     p = subprocess.run(
-        [*APPLIER, "run", "--transactions", "400", "--out", str(out), "--junit", str(out / "junit.xml")],
+        [
+            *APPLIER,
+            "run",
+            "--out",
+            str(out),
+            "--junit",
+            str(out / "junit.xml"),
+            "--html",
+            str(out / "report.html"),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -33,7 +43,7 @@ def test_run_prints_nothing_on_stderr_and_writes_every_report(tmp_path):
     assert doc["schema_version"] == 2 and doc["verdict"] == "converged"
     assert doc["versions"]["spark"].startswith("4.") and doc["started_at"].endswith("Z")
     resets = doc["reset_log"]
-    assert resets, "the demo's key chains reset at least once at 400 transactions"
+    assert resets, "the demo's key chains reset at least once"
     for entry in resets:
         assert {"round", "streams_from", "classes", "streams", "message"} <= entry.keys()
         line = f"{entry['message']} (round {entry['round']}:"
@@ -50,7 +60,9 @@ def test_run_prints_nothing_on_stderr_and_writes_every_report(tmp_path):
     log = (out / "spark.log").read_text()
     assert "incubator" in log  # the JVM's start-up warning went here, not to the console
     xmlschema.XMLSchema(str(XSD)).validate(str(out / "junit.xml"))
-    assert "JUnit XML:" in p.stdout and "Spark log:" in p.stdout
+    assert "JUnit XML:" in p.stdout and "Spark log:" in p.stdout and "HTML report:" in p.stdout
+    page = (out / "report.html").read_text()
+    assert page.count('class="lane"') == streams and "CONVERGED" in page
 
 
 @pytest.mark.e2e

@@ -112,7 +112,7 @@ def test_gitlab_jobs_services_and_target_from_variables():
     assert doc["sqlserver"]["services"][0]["variables"]["ACCEPT_EULA"] == "Y"
     script = "\n".join(doc["sqlserver"]["script"])
     assert "packages.microsoft.com/config/debian/" in script and "ACCEPT_EULA=Y apt-get install" in script
-    assert doc[".applier"]["artifacts"]["reports"]["junit"] == "out/junit.xml"
+    assert doc[".applier"]["artifacts"]["reports"]["junit"] == ["out/junit.xml", "out/applier-junit.xml"]
 
 
 def test_no_password_is_written_in_the_files():
