@@ -187,6 +187,7 @@ def _segment(
     ``known``: (first transaction, transactions, commands) of a stream whose transactions are
     consecutive and counted, read without a pass over it."""
     t = time.perf_counter()
+    say("planning rounds and streams" + (f" (segment {k})" if k else ""))
     indexed, n_rounds = with_rounds(rows, st.commit_batch_size, known[:2] if known else None)
     if not n_rounds:
         return None

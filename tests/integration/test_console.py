@@ -48,7 +48,7 @@ def test_the_demo_prints_nothing_on_stderr_and_writes_every_report(tmp_path):
         assert {"round", "streams_from", "classes", "streams", "message"} <= entry.keys()
         line = f"{entry['message']} (round {entry['round']}:"
         assert p.stdout.count(line) == 1, (line, p.stdout)  # each reset said once
-    for phase in ("- generating", "- installing", "- applying", "- verifying"):
+    for phase in ("- generating", "- installing", "- planning", "- applying", "- verifying"):
         assert p.stdout.count(phase) == 1, (phase, p.stdout)
     timeline = doc["timeline"]
     streams = doc["settings"]["run"]["streams"]
