@@ -77,7 +77,7 @@ def summarize(
         segments=segments,
         snapshot_rows=snapshot_rows,
         source=source,
-        timeline=timeline(events, streams),
+        timeline=timeline(events, streams, rounds),
     )
 
 
@@ -118,11 +118,12 @@ TIMELINE_ROUNDS = 2000  # rounds drawn in the timeline (the first ones; every ro
 SERIES_POINTS = 200  # points of the commands/s series at most
 
 
-def timeline(events: DataFrame, streams: int) -> dict[str, Any]:
+def timeline(events: DataFrame, streams: int, rounds: int) -> dict[str, Any]:
     """What the HTML report draws: the rounds (parallel, reset, fatal) with their wall times,
     every stream's share of each (committed, conflict, rolled back, re-applied on the single
-    connection), and the commands committed per second over the apply. Times are seconds
-    since the apply started (``t0``, epoch seconds). Two small Spark jobs."""
+    connection), and the commands committed per second over the apply (from the shares that
+    committed, at their commit). Times are seconds since the apply started (``t0``, epoch
+    seconds). One Spark job (two for the independent model, which writes no share events)."""
     timed = events.where("t_exec IS NOT NULL")
     shares = (
         timed.where(f"kind IN ('share', 'round') AND (round IS NULL OR round < {TIMELINE_ROUNDS})")
@@ -130,8 +131,8 @@ def timeline(events: DataFrame, streams: int) -> dict[str, Any]:
         .collect()
     )
     if not shares:
-        # The independent model (and segmented runs' older events): one segment per
-        # (stream, round, outcome) of the commands' own times.
+        # The independent model: one segment per (stream, round, outcome) of the commands' own
+        # times (its rounds are the plan's, its transactions commit one by one).
         shares = (
             timed.where(f"kind IN ('batch', 'command') AND round < {TIMELINE_ROUNDS}")
             .groupBy("stream", "round", "outcome")
@@ -154,7 +155,7 @@ def timeline(events: DataFrame, streams: int) -> dict[str, Any]:
     def rel(t: float | None) -> float | None:
         return None if t is None else round(t - t0, 4)
 
-    rounds = sorted(
+    rounds_out = sorted(
         (
             {
                 "round": r["round"],
@@ -186,25 +187,20 @@ def timeline(events: DataFrame, streams: int) -> dict[str, Any]:
     )
     span = max(end - t0, 1e-3)
     bucket = max(round(span / SERIES_POINTS, 3), 0.05)
-    per = (
-        events.where(
-            "kind IN ('batch', 'command') AND outcome IN ('applied', 'reapplied') AND t_commit IS NOT NULL"
-        )
-        .groupBy(F.floor((F.col("t_commit") - F.lit(t0)) / F.lit(bucket)).alias("b"))
-        .agg(F.sum(F.coalesce("n", F.lit(1))).alias("n"))
-        .collect()
-    )
-    counts = {int(r["b"]): int(r["n"]) for r in per if r["b"] is not None}
+    counts: dict[int, int] = {}
+    for seg in segments:
+        if seg["outcome"] in ("committed", "reapplied") and seg["end"] is not None:
+            b = int(seg["end"] // bucket)
+            counts[b] = counts.get(b, 0) + seg["commands"]
     points = [
         [round(b * bucket, 3), round(counts.get(b, 0) / bucket, 1)] for b in range(int(span / bucket) + 1)
     ]
-    last_round = events.where("kind = 'round'").agg(F.max("round")).first()
     return {
         "t0": t0,
         "streams": streams,
         "seconds": round(span, 3),
-        "rounds": rounds,
+        "rounds": rounds_out,
         "segments": segments,
-        "truncated": bool(last_round and last_round[0] is not None and last_round[0] >= TIMELINE_ROUNDS),
+        "truncated": rounds > TIMELINE_ROUNDS,
         "throughput": {"bucket_seconds": bucket, "points": points},
     }

@@ -645,6 +645,7 @@ SHARES = {
 CASES = st.sampled_from([k for k, n in SHARES.items() for _ in range(n)]).flatmap(BRANCHES.__getitem__)
 
 
+@pytest.mark.e2e
 def test_fuzzed_bad_input_is_refused_before_anything_is_applied(spark, target, tmp_path, capsys):
     runner = Runner(target, capsys, tmp_path)
     kinds: dict[str, int] = {}

@@ -90,6 +90,7 @@ def test_strict_policy_converges_on_the_same_stream(spark, target):
     assert report["verdict"] == "converged" and report["resets"] > 0
 
 
+@pytest.mark.e2e
 def test_matrix_has_one_row_per_cell(spark, target):
     from applier.matrix import cells, run_matrix
 

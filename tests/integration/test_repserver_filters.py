@@ -44,6 +44,7 @@ LANGUAGE sql AS $$ UPDATE "dbo"."t1" SET "C1" = new_c1 WHERE id = p_id AND "C1" 
 """
 
 
+@pytest.mark.e2e
 def test_seed_000_update_c1_from_1_to_2(spark, pg, tmp_path):
     """Row 1: a plain update of C1 from 1 to 2. Row 2: the same update made by the applied
     procedure upd_c1(2, 1, 2): delivered as the procedure where both images match (the full
