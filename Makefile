@@ -18,10 +18,10 @@ demo: setup ## run the main job: a multi-stream apply against an embedded Postgr
 test: setup ## run the tests (unit + integration on embedded PostgreSQL and local Spark)
 	$(BIN)/pytest -m "not faults and not e2e"
 
-test-faults: setup ## kill -9 at 26 seeded moments and resume, connection kills, signals (~35 min)
+test-faults: setup ## kill -9 at 26 seeded moments and resume, connection kills, signals (~30 min)
 	$(BIN)/pytest -m faults
 
-test-e2e: setup ## longer end-to-end runs: the plugin per target, every hazard's blame, seeded schedules, bench (~10 min)
+test-e2e: setup ## longer end-to-end runs: plugin per target, hazards' blame, seeded schedules, bench, fuzz, matrix (~12 min)
 	$(BIN)/pytest -m e2e
 
 test-unit: setup ## run the unit tests only (no database, no Spark)
