@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from applier.report.json import subscription_report
+from applier.report.json import reset_line, subscription_report
 from applier.results import RunResult
 
 _STYLE = {"converged": "bold green", "diverged": "bold red", "unknown": "bold yellow"}
@@ -32,16 +32,6 @@ def print_run(result: RunResult, console: Console | None = None, show: int = 5) 
                     f"  schema change lsn {ch['lsn']} {ch['article']} -> version {ch['version']}: {ch['change']}"
                 )
         print_summary(subscription_report(sub, result.settings), c, show)
-
-
-def reset_line(entry: Mapping[str, Any]) -> str:
-    """The agent's line for a reset: its message, the round and who met what."""
-    if entry.get("round") is None:
-        return str(entry.get("message"))
-    who = ", ".join(f"stream {x['stream']} {x['class']}" for x in entry.get("streams") or ()) or ", ".join(
-        entry.get("classes") or ()
-    )
-    return f"{entry['message']} (round {entry['round']}: {who})"
 
 
 def print_summary(report: Mapping[str, Any], console: Console | None = None, show: int = 5) -> None:

@@ -135,3 +135,13 @@ def write_json(report: Mapping[str, Any], path: str | Path) -> Path:
     tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     tmp.replace(p)
     return p
+
+
+def reset_line(entry: Mapping[str, Any]) -> str:
+    """The agent's line for a reset: its message, the round and who met what."""
+    if entry.get("round") is None:
+        return str(entry.get("message"))
+    who = ", ".join(f"stream {x['stream']} {x['class']}" for x in entry.get("streams") or ()) or ", ".join(
+        entry.get("classes") or ()
+    )
+    return f"{entry['message']} (round {entry['round']}: {who})"

@@ -21,6 +21,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from applier.report.json import reset_line
+
 _KINDS = ("missing", "extra", "different")
 _SHOWN_KEYS = 20  # divergent keys listed in one failure's text
 
@@ -229,16 +231,7 @@ def run_junit(report: Mapping[str, Any]) -> str:
 
 
 def _reset_lines(sub: Mapping[str, Any]) -> list[str]:
-    lines = []
-    for e in sub.get("reset_log") or ():
-        if isinstance(e, str):
-            lines.append(e)
-            continue
-        who = ", ".join(f"stream {x['stream']} {x['class']}" for x in e.get("streams") or ())
-        lines.append(
-            f"{e.get('message')} (round {e.get('round')}: {who or ', '.join(e.get('classes') or ())})"
-        )
-    return lines
+    return [e if isinstance(e, str) else reset_line(e) for e in sub.get("reset_log") or ()]
 
 
 def matrix_junit(doc: Mapping[str, Any]) -> str:
