@@ -1,0 +1,162 @@
+"""Captured change traffic (Debezium, Maxwell, wal2json, SQL Server CDC) read as canonical records.
+
+A format turns each record it reads (a line of a JSON file, a row of a CSV or Parquet change
+table) into :class:`Change` items: one row change with its article, images in the canonical
+encoding (:mod:`applier.values`), its transaction and its order in it, and the capture's own
+position as text. Everything else is the same for every format and lives in
+:mod:`applier.sources.formats.convert`: the items are grouped by transaction on the executors
+(a sort, nothing collected to the driver), duplicate deliveries dropped and counted, the
+format's ``combine`` pairs what must be paired (SQL Server CDC's before and after images,
+Debezium's key change folded on request), and positions are numbered: ``xact_seqno`` is the
+transaction's rank in commit order, ``command_id`` its change's rank in it, ``lsn`` the
+change's rank in the whole stream. Each record is then validated as a canonical record is
+(errors name file, line and field) and nothing is applied when any is bad.
+
+Items a format may yield besides changes: :class:`Begin` / :class:`Commit` markers (formats
+whose transactions are known only from file order, as wal2json version 2 without xids: a change
+with ``tx=None`` belongs to the transaction whose Begin came last before it in file order), and
+:class:`Expect` (a transaction's announced number of changes, as Debezium's END event gives,
+checked after duplicates are dropped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from applier.articles import Article
+from applier.errors import InputError
+
+FORMATS = ("canonical", "debezium", "maxwell", "wal2json", "wal2json2", "mssql-cdc")
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One row change read from a capture, before positions are numbered.
+
+    ``before`` / ``after``: {column: canonical value} (applier.values.encode of the decoded
+    value; validate_record checks them again against the article). ``tx`` orders transactions in
+    commit order and is equal for every change of one transaction (tuples of ints and strings,
+    compared as tuples; None: from the Begin marker before it in file order). ``pos`` orders the
+    changes of one transaction; equal (tx, pos, article, op) with equal images is a duplicate
+    delivery (dropped and counted), with other images an error. ``source`` is the capture's own
+    position as text (kept in the canonical file written by ``applier convert``); ``place`` is
+    file:line (or file: row) for errors.
+    """
+
+    article: str
+    op: str  # I, U or D
+    before: Mapping[str, Any] | None
+    after: Mapping[str, Any] | None
+    tx: tuple[Any, ...] | None
+    pos: tuple[Any, ...]
+    source: str
+    place: str
+    changed: tuple[str, ...] | None = None  # columns changed by an update (None: those that differ)
+
+
+@dataclass(frozen=True, slots=True)
+class Begin:
+    place: str
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    place: str
+
+
+@dataclass(frozen=True, slots=True)
+class Expect:
+    """The number of row changes transaction ``tx`` announces (checked once duplicates are
+    dropped; a mismatch is an error naming ``place``)."""
+
+    tx: tuple[Any, ...]
+    count: int
+    place: str
+
+
+Item = Change | Begin | Commit | Expect
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user chose for the reading of a capture (``applier run`` / ``convert`` options)."""
+
+    fold_key_changes: bool = False  # Debezium: delete + create at one position -> one key update
+    source: str | None = None  # mssql-cdc: an ODBC connection string to read the change table from
+    capture_instance: str | None = None  # mssql-cdc: cdc.<capture_instance>_CT
+
+
+@dataclass
+class Format:
+    """A capture format. Built on the driver, pickled to the executors (keep it plain data).
+
+    ``parse`` turns one line of a text file into items (raise InputError naming ``place`` and the
+    field); formats that are not JSON Lines (CSV, Parquet, ODBC) override ``read``.
+    """
+
+    name: ClassVar[str] = ""
+    suffixes: ClassVar[tuple[str, ...]] = (".jsonl", ".json", ".ndjson", ".txt")
+    articles: Mapping[str, Article]
+    options: Options = field(default_factory=Options)
+
+    def parse(self, text: str, place: str) -> Iterator[Item]:
+        raise NotImplementedError
+
+    def combine(self, changes: list[Change]) -> list[Change]:
+        """The changes of one transaction in order, duplicates dropped -> what to apply (pairs
+        joined, key changes folded). Default: as they are."""
+        return changes
+
+    def read(self, spark: Any, files: Sequence[Any]) -> Any:
+        """RDD of (error text or None, item or None) for every record of ``files``: by default
+        every line of every file through ``parse``, in file order (partitions in order)."""
+        from applier.sources.formats.convert import read_lines
+
+        return read_lines(spark, files, self)
+
+    # -- helpers for formats ----------------------------------------------------------------
+    def article(self, schema: str | None, table: str, place: str) -> Article:
+        """The article a capture names by schema and table (exact, then case-insensitive; a
+        missing schema matches the only article of that table), or InputError naming place."""
+        return find_article(self.articles, schema, table, place)
+
+
+def find_article(articles: Mapping[str, Article], schema: str | None, table: str, place: str) -> Article:
+    if schema is not None:
+        a = articles.get(f"{schema}.{table}")
+        if a is not None:
+            return a
+    low = table.lower()
+    found = [
+        a
+        for a in articles.values()
+        if a.table.lower() == low and (schema is None or a.schema.lower() == schema.lower())
+    ]
+    if len(found) == 1:
+        return found[0]
+    shown = f"{schema}.{table}" if schema is not None else table
+    if len(found) > 1:
+        names = ", ".join(sorted(a.name for a in found))
+        raise InputError(f"{place}: table {shown!r} matches several articles ({names}); give the schema")
+    known = ", ".join(sorted(articles)) or "none"
+    raise InputError(f"{place}: table {shown!r} is not an article (known: {known})")
+
+
+def format_class(name: str) -> type[Format]:
+    """The Format class of a --format name, or InputError listing the known ones."""
+    from importlib import import_module
+
+    modules = {
+        "debezium": "debezium",
+        "maxwell": "maxwell",
+        "wal2json": "wal2json",
+        "wal2json2": "wal2json",
+        "mssql-cdc": "mssql_cdc",
+    }
+    if name not in modules:
+        raise InputError(f"unknown change format {name!r} (known: {', '.join(FORMATS)})")
+    mod = import_module(f"applier.sources.formats.{modules[name]}")
+    classes: dict[str, type[Format]] = mod.FORMATS
+    return classes[name]
