@@ -25,15 +25,17 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from applier import pipeline
 from applier.config import Config, check_config, load_config
-from applier.errors import ConfigError, stop_of
+from applier.errors import ConfigError, InputError, stop_of
 from applier.pipeline.rundir import finish_run_dir, prepare_run_dir
 from applier.report.files import write_reports
 from applier.report.json import run_report, unfinished_report
 from applier.results import RunResult, Verdict
 from applier.sources.files import check_inputs
+from applier.sources.formats import FORMATS, Options, format_class
 from applier.sparkenv import spark_session
 from applier.targets import Endpoint, Target, preflight
 
@@ -87,6 +89,8 @@ def run(
     out_dir: str | Path | None = None,
     junit: str | Path | None = None,
     html: str | Path | None = None,
+    changes_format: str = "canonical",
+    capture: Options | None = None,
 ) -> RunResult:
     """Apply the configured stream (generated, or read from ``changes``) to every subscriber
     with N streams and verify each. ``report`` / ``junit`` / ``html``: also write the JSON
@@ -94,9 +98,13 @@ def run(
     before its verdict (an error, a signal) still writes them: verdict unknown, and why.
     ``spark``: a session to use (default: ``local[N]``, or the one spark-submit started).
     ``out_dir``: the run's folder (:mod:`applier.pipeline.rundir`): its configuration,
-    inputs, report, schedule and outcome, for replay, shrink and export."""
+    inputs, report, schedule and outcome, for replay, shrink and export.
+    ``changes_format`` / ``capture``: captured traffic (``debezium``, ``maxwell``, ``wal2json``,
+    ``wal2json2``, ``mssql-cdc``) and how to read it (:class:`applier.sources.formats.Options`);
+    SQL Server CDC may be read from its source database (``capture.source``, no ``changes``)."""
     started = time.time()
     reached: list[str] = []
+    capture = capture_options(changes_format, capture)
 
     def phase(text: str) -> None:
         reached.append(text)
@@ -105,15 +113,17 @@ def run(
 
     try:
         config = check_config(config)
-        check_paths(changes, snapshot, custom_sql, report, work_dir)
+        check_paths(changes, snapshot, custom_sql, report, work_dir, capture=capture)
         for key, path in (("junit", junit), ("html", html)):
             if path is not None:
                 _writable(Path(path), key, False)
         if out_dir is not None:
             _writable(Path(out_dir), "out_dir", True)
-            custom_sql = prepare_run_dir(out_dir, config, changes, snapshot, custom_sql)
+            custom_sql = prepare_run_dir(out_dir, config, changes, snapshot, custom_sql, capture)
             report = report if report is not None else Path(out_dir) / "report.json"
-        result = _run(config, target, changes, snapshot, custom_sql, work_dir, resume, spark, phase, progress)
+        result = _run(
+            config, target, changes, snapshot, custom_sql, work_dir, resume, spark, phase, progress, capture
+        )
     except BaseException as e:
         # A run that ends before its verdict (an error, a signal) still leaves its reports.
         write_unfinished(
@@ -161,12 +171,19 @@ def check_paths(
     report: str | Path | None,
     work_dir: str | Path | None,
     names: Mapping[str, str] = _API_NAMES,
+    capture: Options | None = None,
 ) -> None:
     """Every path a run reads or writes, checked before anything starts (nothing is applied
     and no report is written when one is wrong): the inputs (:func:`check_inputs`), the report
     a file that can be written (its folder created if missing), the work folder a folder.
     ``names``: how the caller names the outputs (the CLI: its options)."""
-    check_inputs(changes, snapshot, custom_sql)
+    if capture is not None and capture.format != "canonical":
+        cls = format_class(capture.format)
+        if changes is None and capture.source is None:
+            raise InputError(f"--format {capture.format}: give --changes (or --source for mssql-cdc)")
+        check_inputs(changes, snapshot, custom_sql, cls.suffixes)
+    else:
+        check_inputs(changes, snapshot, custom_sql)
     for key, path, folder in (("report", report, False), ("work_dir", work_dir, True)):
         if path is not None:
             _writable(Path(path), names[key], folder)
@@ -200,6 +217,7 @@ def _run(
     spark: SparkSession | None,
     on_phase: Callable[[str], None] | None,
     progress: Callable[[str, int, int], None] | None,
+    capture: Options | None = None,
 ) -> RunResult:
     with contextlib.ExitStack() as stack:
         if target is None or isinstance(target, str):
@@ -219,8 +237,65 @@ def _run(
             resume=resume,
             progress=progress,
             on_phase=on_phase,
+            capture=capture,
         )
     return result
+
+
+def capture_options(changes_format: str = "canonical", capture: Options | None = None) -> Options:
+    """The capture options of a run or a conversion: ``capture`` with ``changes_format`` (when
+    not canonical) as its format; InputError for an unknown format."""
+    opts = capture if capture is not None else Options()
+    if changes_format != "canonical":
+        opts = dataclasses.replace(opts, format=changes_format)
+    if opts.format not in FORMATS:
+        raise InputError(f"unknown change format {opts.format!r} (known: {', '.join(FORMATS)})")
+    return opts
+
+
+@dataclasses.dataclass(frozen=True)
+class Converted:
+    """What ``applier convert`` wrote and read: the canonical changes and snapshot folders, the
+    transactions and commands, the duplicate deliveries dropped, and the wall time."""
+
+    changes: Path
+    snapshot: Path
+    transactions: int
+    commands: int
+    duplicates: int
+    seconds: float
+
+
+def convert(
+    config: Config,
+    changes: str | Path | None,
+    out: str | Path,
+    changes_format: str = "canonical",
+    capture: Options | None = None,
+    spark: SparkSession | None = None,
+) -> Converted:
+    """Read captured traffic (or canonical files) as a run would, every record validated, and
+    write the canonical change files (JSON Lines; each command with its ``source`` position)."""
+    from applier.sources.dataset import read_changes, write_changes
+
+    t = time.perf_counter()
+    capture = capture_options(changes_format, capture)
+    config = check_config(config)
+    check_paths(changes, None, (), None, None, capture=capture)
+    cs = read_changes(spark or spark_session(2), config, changes, None, capture)
+    try:
+        ch, sn = write_changes(cs, out)
+        if cs.notes:
+            n = cs.notes
+            return Converted(
+                ch, sn, n["transactions"], n["changes"], n["duplicates_dropped"], time.perf_counter() - t
+            )
+        counted = cs.changes.agg(F.countDistinct("xact_seqno").alias("t"), F.count("*").alias("n")).collect()[
+            0
+        ]
+        return Converted(ch, sn, int(counted["t"]), int(counted["n"]), 0, time.perf_counter() - t)
+    finally:
+        cs.unpersist()
 
 
 def generate(

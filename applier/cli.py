@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from applier.config import WORKLOADS, Config, demo_config, load_config, with_overrides
 from applier.errors import ApplierError, ConfigError, Stopped, TargetError, stop_of
+from applier.sources.formats import FORMATS, Options
 
 _WORKLOAD_FLAGS = (
     ("kind", "workload"),
@@ -68,6 +69,47 @@ def _add_settings(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, help="seed of the generated stream (same seed, same stream)")
 
 
+def _add_capture(p: argparse.ArgumentParser, dialect: bool = True) -> None:
+    """Where the articles and the changes come from: a DDL script, captured traffic."""
+    g = p.add_argument_group("captured traffic and articles (bring your own subscriber)")
+    g.add_argument(
+        "--format",
+        dest="changes_format",
+        choices=list(FORMATS),
+        default="canonical",
+        help="the format of --changes: canonical (default), debezium, maxwell, wal2json (format "
+        "version 1), wal2json2, mssql-cdc (a change table as CSV or Parquet, or --source)",
+    )
+    g.add_argument(
+        "--fold-key-changes",
+        action="store_true",
+        help="debezium: a key change delivered as delete + create is applied as one key update "
+        "(the 20598 hazard of a key update)",
+    )
+    g.add_argument(
+        "--source", help="mssql-cdc: ODBC connection string of the database to read the change table from"
+    )
+    g.add_argument("--capture-instance", help="mssql-cdc with --source: the capture instance (cdc.<name>_CT)")
+    g.add_argument("--ddl", help="articles from this DDL script (CREATE TABLE ...) instead of the config's")
+    if dialect:
+        g.add_argument(
+            "--dialect",
+            choices=["tsql", "postgres"],
+            default="tsql",
+            help="the DDL's dialect (default tsql)",
+        )
+    g.add_argument("--tables", help="with --ddl: only these tables (schema.table, comma separated)")
+
+
+def _capture(a: argparse.Namespace) -> Options:
+    return Options(
+        format=getattr(a, "changes_format", "canonical"),
+        fold_key_changes=bool(getattr(a, "fold_key_changes", False)),
+        source=getattr(a, "source", None),
+        capture_instance=getattr(a, "capture_instance", None),
+    )
+
+
 def _add_run(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("apply")
     g.add_argument("--streams", "-n", type=int, help="subscription streams N (1..64)")
@@ -111,6 +153,8 @@ def _config(a: argparse.Namespace) -> Config:
     """The configuration file (or the demo's), with the command line's settings over it,
     validated as one; an error names the option (``--streams: ...``)."""
     cfg = load_config(a.config) if a.config else demo_config()
+    if getattr(a, "ddl", None):
+        cfg = _with_ddl(cfg, a)
     workload = {f: v for f, attr in _WORKLOAD_FLAGS if (v := getattr(a, attr, None)) is not None}
     run = {f: v for f in _RUN_FLAGS if (v := getattr(a, f, None)) is not None}
     if "schedule_file" in run:  # following a recorded schedule is a controlled run
@@ -122,6 +166,26 @@ def _config(a: argparse.Namespace) -> Config:
         return with_overrides(cfg, run=run, workload=workload, source="command line")
     except ConfigError as e:
         raise ConfigError(_named_options(str(e))) from None
+
+
+def _with_ddl(cfg: Config, a: argparse.Namespace) -> Config:
+    """The configuration with the DDL script's articles (its problems printed, one a line)."""
+    import dataclasses
+
+    from applier.catalog.ddl import read_ddl
+
+    path = Path(a.ddl)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"--ddl {path}: cannot read it: {e}") from None
+    tables = [t.strip() for t in a.tables.split(",") if t.strip()] if getattr(a, "tables", None) else None
+    found = read_ddl(text, getattr(a, "dialect", None) or "tsql", str(path), tables)
+    for problem in found.problems:
+        print(f"applier: {problem}", file=sys.stderr)
+    if not found.articles:
+        raise ConfigError(f"--ddl {path}: no table applier can carry")
+    return dataclasses.replace(cfg, articles=tuple(found.articles), subscriptions=())
 
 
 def _named_options(message: str) -> str:
@@ -200,7 +264,13 @@ def cmd_run(a: argparse.Namespace) -> int:
             raise type(e)(f"--target: {e}") from None
         # Every path checked before the target starts and anything is applied.
         applier.api.check_paths(
-            a.changes, a.snapshot, a.custom_sql or [], a.report, a.work_dir, names=_OUTPUT_OPTIONS
+            a.changes,
+            a.snapshot,
+            a.custom_sql or [],
+            a.report,
+            a.work_dir,
+            names=_OUTPUT_OPTIONS,
+            capture=_capture(a),
         )
     except BaseException as e:
         # Even a run refused before it starts leaves its reports (verdict unknown, and why).
@@ -228,6 +298,7 @@ def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) ->
                 custom_sql=a.custom_sql or [],
                 report=a.report,
                 work_dir=a.work_dir,
+                capture=_capture(a),
                 resume=a.resume,
                 progress=live.progress,
                 on_phase=live.phase,
@@ -285,6 +356,21 @@ def cmd_generate(a: argparse.Namespace) -> int:
     applier.api.check_paths(None, None, (), None, a.out, names={"report": "--report", "work_dir": "--out"})
     ch, sn, n = applier.api.generate(config, a.out, a.format)
     print(f"wrote {n} commands to {ch} and the initial snapshot to {sn}")
+    return 0
+
+
+def cmd_convert(a: argparse.Namespace) -> int:
+    import applier.api
+
+    config = _config(a)
+    applier.api.check_paths(None, None, (), None, a.out, names={"report": "--report", "work_dir": "--out"})
+    done = applier.api.convert(config, a.changes, a.out, capture=_capture(a))
+    dup = f", {done.duplicates} duplicate deliveries dropped" if done.duplicates else ""
+    rate = done.commands / done.seconds if done.seconds > 0 else 0.0
+    print(
+        f"converted {done.commands} commands in {done.transactions} transactions{dup} "
+        f"in {done.seconds:.1f} s ({rate:,.0f} commands/s) to {done.changes}"
+    )
     return 0
 
 
@@ -399,6 +485,21 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--quiet", "-q", action="store_true", help="no progress, only the summary")
     r.set_defaults(func=cmd_run)
+    _add_capture(r)
+    cv = sub.add_parser(
+        "convert",
+        help="read captured traffic (Debezium, wal2json, SQL Server CDC...) and write canonical change files",
+        description="Read captured change traffic as a run would (every record validated, nothing "
+        "written when one is bad) and write canonical JSON Lines change files, each command with "
+        "its source position.",
+    )
+    cv.add_argument(
+        "--config", "--articles", dest="config", help="the articles' configuration (default: the demo's)"
+    )
+    cv.add_argument("--changes", help="the capture: a file or a folder of them")
+    cv.add_argument("--out", required=True, help="folder for the canonical changes (and an empty snapshot)")
+    _add_capture(cv)
+    cv.set_defaults(func=cmd_convert)
     g = sub.add_parser("generate", help="write a generated change stream as canonical files")
     _add_settings(g)
     g.add_argument("--out", required=True, help="folder for the changes and the snapshot")
@@ -444,7 +545,7 @@ def _register_extra(sub: Any) -> list[str]:
 
 _NO_SPARK = ("procs", "schema", "clean", "lint")  # commands that never start Spark
 _REPRO = ("explore", "shrink", "export", "replay")  # applier.repro
-COMMANDS = ("run", "generate", "procs", "schema", "clean", "lint", "matrix", "bench", *_REPRO)
+COMMANDS = ("run", "convert", "generate", "procs", "schema", "clean", "lint", "matrix", "bench", *_REPRO)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -73,15 +73,24 @@ def run_identity(
     changes: str | Path | None,
     snapshot: str | Path | None,
     streams: int,
+    capture: Any = None,
 ) -> RunIdentity:
     rs = config.run
-    if changes is None:
+    if changes is None and (capture is None or capture.source is None):
         source: dict[str, Any] = {"generated": asdict(config.workload)}
     else:
         source = {
-            "changes": file_digest(changes),
+            "changes": file_digest(changes) if changes is not None else None,
             "snapshot": file_digest(snapshot) if snapshot is not None else None,
         }
+        if capture is not None and capture.format != "canonical":
+            # how the capture is read changes the stream: its format and options (the ODBC
+            # source only by its capture instance: the connection string may hold secrets)
+            source["capture"] = {
+                "format": capture.format,
+                "fold_key_changes": capture.fold_key_changes,
+                "capture_instance": capture.capture_instance,
+            }
     return RunIdentity(
         {
             "source": source,

@@ -35,6 +35,7 @@ from applier.records.events import Schemas
 from applier.records.schema import EVENT_OPS
 from applier.results import Check, RunResult, SubscriptionResult
 from applier.sources.dataset import ChangeSet, generate, read_changes
+from applier.sources.formats import Options
 from applier.sources.hazards import effective_config
 from applier.targets.connection import REAPPLY
 from applier.targets.endpoint import Endpoint
@@ -64,11 +65,21 @@ def subscriptions(config: Config) -> tuple[Subscription, ...]:
 
 
 def load_stream(
-    spark: SparkSession, config: Config, changes: str | Path | None, snapshot: str | Path | None
+    spark: SparkSession,
+    config: Config,
+    changes: str | Path | None,
+    snapshot: str | Path | None,
+    capture: Options | None = None,
 ) -> ChangeSet:
-    if changes is None:
+    if not reads_input(changes, capture):
         return generate(spark, config)
-    return read_changes(spark, config, changes, snapshot)
+    return read_changes(spark, config, changes, snapshot, capture)
+
+
+def reads_input(changes: str | Path | None, capture: Options | None) -> bool:
+    """Whether the run reads its stream (a change path, or a capture's own source) rather
+    than generating it."""
+    return changes is not None or (capture is not None and capture.source is not None)
 
 
 def run(
@@ -83,14 +94,19 @@ def run(
     resume: bool = False,
     progress: Progress | None = None,
     on_phase: Say | None = None,
+    capture: Options | None = None,
 ) -> RunResult:
     """Apply one stream to every subscription (``endpoints``: its subscriber database, by
     subscription name) and verify each against the oracle, filtered its way.
 
     ``resume``: the subscribers already hold an earlier run of the same stream (crashed or
     stopped): keep their tables and progress rows, and let every stream skip what its progress
-    row shows committed: nothing lost, nothing applied twice."""
-    if changes is None:
+    row shows committed: nothing lost, nothing applied twice.
+
+    ``capture``: the format of ``changes`` (Debezium, wal2json, SQL Server CDC...) and how to
+    read it; None or format canonical: applier's own change files."""
+    reading = reads_input(changes, capture)
+    if not reading:
         config = effective_config(config)  # a hazard workload brings its own articles
     say = on_phase or (lambda _: None)
     subs = subscriptions(config)
@@ -102,7 +118,13 @@ def run(
     base = Schemas.build({a.name: a for a in config.articles}, [])
     idents = {
         s.name: run_identity(
-            config, s, sub_articles(base, s, {}), changes, snapshot, s.streams or config.run.streams
+            config,
+            s,
+            sub_articles(base, s, {}),
+            changes,
+            snapshot,
+            s.streams or config.run.streams,
+            capture,
         )
         for s in subs
     }
@@ -111,15 +133,15 @@ def run(
     wd = leftovers.owned_dir("applier-work-") if work_dir is None else Path(work_dir)
     wd.mkdir(parents=True, exist_ok=True)
     try:
-        say("reading changes" if changes else f"generating {config.workload.kind} workload")
+        say("reading changes" if reading else f"generating {config.workload.kind} workload")
         t = time.perf_counter()
-        cs = load_stream(spark, config, changes, snapshot)
+        cs = load_stream(spark, config, changes, snapshot, capture)
         by_name = {a.name: a for a in config.articles}
         schemas = cs.schemas or Schemas.build(by_name, [])
         # Schema changes, statements and procedures: few, collected once (row commands never
         # are). A generated stream has none.
         events = (
-            [] if changes is None else cs.changes.where(F.col("op").isin(*EVENT_OPS)).orderBy("lsn").collect()
+            [] if not reading else cs.changes.where(F.col("op").isin(*EVENT_OPS)).orderBy("lsn").collect()
         )
         if resume and events:
             raise InputError(
@@ -151,7 +173,10 @@ def run(
             )
             read_seconds = 0.0  # the stream is read once, for the first subscription
         cs.unpersist()
-        return RunResult(tuple(out), config.to_dict(), implicit=not config.subscriptions)
+        settings = config.to_dict()
+        if cs.notes:
+            settings["input"] = dict(cs.notes)
+        return RunResult(tuple(out), settings, implicit=not config.subscriptions)
     finally:
         if own_dir:
             shutil.rmtree(wd, ignore_errors=True)

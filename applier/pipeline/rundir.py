@@ -1,7 +1,8 @@
 """A run's folder (``applier run --out RUN_DIR``): what replay, shrink and export start from.
 
 config.json     the configuration (config.to_dict(); targets read ***)
-inputs.json     {"changes", "snapshot": absolute paths or null, "custom_sql": [copies below]}
+inputs.json     {"changes", "snapshot": absolute paths or null, "custom_sql": [copies below],
+                "capture": {"format", "fold_key_changes", "capture_instance"} for captured traffic}
 custom/         copies of the custom SQL scripts, in order
 report.json     the JSON report (a run that ends early: verdict unknown and why)
 schedule.jsonl  the steps every stream took, in the order they ran (applier.pipeline.schedule);
@@ -29,6 +30,7 @@ def prepare_run_dir(
     changes: str | Path | None,
     snapshot: str | Path | None,
     custom_sql: Sequence[str | Path],
+    capture: Any = None,
 ) -> list[Path]:
     """Write the run's configuration and inputs before it starts; the custom SQL copies (in order)."""
     d = Path(out)
@@ -44,11 +46,18 @@ def prepare_run_dir(
         if Path(src).resolve() != dst.resolve():
             shutil.copyfile(src, dst)
         copies.append(dst)
-    inputs = {
+    inputs: dict[str, Any] = {
         "changes": str(Path(changes).resolve()) if changes is not None else None,
         "snapshot": str(Path(snapshot).resolve()) if snapshot is not None else None,
         "custom_sql": [str(p.relative_to(d)) for p in copies],
     }
+    if capture is not None and capture.format != "canonical":
+        # how the changes are read (an ODBC source is not kept: its string may hold secrets)
+        inputs["capture"] = {
+            "format": capture.format,
+            "fold_key_changes": capture.fold_key_changes,
+            "capture_instance": capture.capture_instance,
+        }
     (d / "inputs.json").write_text(json.dumps(inputs, indent=2) + "\n", encoding="utf-8")
     return copies
 

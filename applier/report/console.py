@@ -51,6 +51,15 @@ def print_summary(report: Mapping[str, Any], console: Console | None = None, sho
         f"{st['model']} / {st['partition']}, {st['streams']} streams, "
         f"commit batch {st['commit_batch_size']} transactions, policy {st['error_policy']}",
     )
+    captured = report["settings"].get("input")
+    if captured and captured.get("format") != "canonical":
+        dup = captured.get("duplicates_dropped", 0)
+        folded = ", key changes folded" if captured.get("fold_key_changes") else ""
+        t.add_row(
+            "input",
+            f"{captured['format']}: {captured['changes']} changes in {captured['transactions']} "
+            f"transactions, {dup} duplicate deliveries dropped{folded}",
+        )
     t.add_row("commands / transactions", f"{report['commands']} / {report['transactions']}")
     t.add_row("rounds", f"{report['rounds']} ({report['rounds_parallel']} on {st['streams']} streams)")
     t.add_row("resets to one stream", str(report["resets"]))

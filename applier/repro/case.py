@@ -88,6 +88,13 @@ def read_run_dir(path: str | Path) -> RunFolder:
         raise InputError(f"{d}: no such run folder")
     config = config_from_dict(_json(d / "config.json"), str(d / "config.json"))
     inputs = _json(d / "inputs.json")
+    if inputs.get("capture"):
+        fmt = inputs["capture"].get("format")
+        raise InputError(
+            f"{d / 'inputs.json'}: the run read {fmt} traffic; replay, shrink and export work on "
+            f"canonical files: convert it (applier convert --format {fmt} --changes ... --out DIR) "
+            "and run on DIR/changes with --out"
+        )
     changes = Path(inputs["changes"]) if inputs.get("changes") else None
     snapshot = Path(inputs["snapshot"]) if inputs.get("snapshot") else None
     for p, what in ((changes, "change file"), (snapshot, "snapshot")):

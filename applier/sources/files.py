@@ -33,6 +33,7 @@ class InputFiles:
     records: bool
     size: int = 0  # bytes in all files
     events: tuple[Path, ...] = ()  # the JSON Lines files that mention "DDL" (schema changes)
+    subpositions: bool = False  # some JSON Lines file mentions "seq" (commands with a sub-position)
 
     @property
     def small(self) -> bool:
@@ -69,22 +70,24 @@ def _listed(path: Path, suffixes: tuple[str, ...]) -> list[Path]:
         raise InputError(f"{path}: cannot list the folder: {e.strerror}") from None
 
 
-def input_files(path: str | Path, what: str = "change file") -> InputFiles:
+def input_files(
+    path: str | Path, what: str = "change file", suffixes: tuple[str, ...] = JSON_SUFFIXES
+) -> InputFiles:
     """The files of a ``--changes`` / ``--snapshot`` path (a file, or a folder of JSON Lines or
-    Parquet files), each checked; InputError naming the file otherwise."""
+    Parquet files; ``suffixes``: the text files a folder is read for), each checked; InputError
+    naming the file otherwise."""
     path = Path(path)
     mode = _stat(path, f"{what} or folder").st_mode
     if stat.S_ISDIR(mode):
         parquet = bool(_listed(path, (PARQUET_SUFFIX,)))
-        files = _listed(path, (PARQUET_SUFFIX,) if parquet else JSON_SUFFIXES)
+        files = _listed(path, (PARQUET_SUFFIX,) if parquet else suffixes)
         if not files:
-            raise InputError(
-                f"{path}: a folder without .jsonl or .parquet files; expected a {what} or a folder of them"
-            )
+            shown = " or ".join(s for s in (*suffixes[:1], PARQUET_SUFFIX))
+            raise InputError(f"{path}: a folder without {shown} files; expected a {what} or a folder of them")
     else:
         parquet = path.suffix.lower() == PARQUET_SUFFIX
         files = [path]
-    records, size, events = False, 0, []
+    records, size, events, seq = False, 0, [], False
     for f in files:
         st = _stat(f, what)
         if not stat.S_ISREG(st.st_mode):
@@ -94,11 +97,12 @@ def input_files(path: str | Path, what: str = "change file") -> InputFiles:
         if parquet:
             _check_parquet(f, st.st_size, what)
         else:
-            any_record, ddl = _check_text(f, what)
+            any_record, ddl, has_seq = _check_text(f, what)
             records = records or any_record
+            seq = seq or has_seq
             if ddl:
                 events.append(f)
-    return InputFiles(path, tuple(files), parquet, records, size, tuple(events))
+    return InputFiles(path, tuple(files), parquet, records, size, tuple(events), seq)
 
 
 def _check_parquet(f: Path, size: int, what: str) -> None:
@@ -113,10 +117,10 @@ def _check_parquet(f: Path, size: int, what: str) -> None:
         raise InputError(f"{f}: not a Parquet file (no PAR1 header and footer); expected a Parquet {what}")
 
 
-def _check_text(f: Path, what: str) -> tuple[bool, bool]:
+def _check_text(f: Path, what: str) -> tuple[bool, bool, bool]:
     """UTF-8 text throughout (else InputError naming the line); (any line is not blank, some
-    line mentions "DDL")."""
-    line, records, ddl, rest = 1, False, False, b""
+    line mentions "DDL", some line mentions "seq")."""
+    line, records, ddl, seq, rest = 1, False, False, False, b""
     try:
         with f.open("rb") as fh:
             while True:
@@ -135,23 +139,27 @@ def _check_text(f: Path, what: str) -> tuple[bool, bool]:
                     ) from None
                 records = records or bool(text.strip())
                 ddl = ddl or b'"DDL"' in whole
+                seq = seq or b'"seq"' in whole
                 line += whole.count(b"\n")
                 if not chunk:
-                    return records, ddl
+                    return records, ddl, seq
     except OSError as e:
         raise InputError(f"{f}: cannot read the {what}: {e.strerror}") from None
 
 
-def change_files(path: str | Path) -> InputFiles:
+def change_files(path: str | Path, suffixes: tuple[str, ...] = JSON_SUFFIXES) -> InputFiles:
     """``input_files`` of a change path that holds at least one record."""
-    found = input_files(path, "change file")
+    found = input_files(path, "change file", suffixes)
     if not found.parquet and not found.records:
         raise InputError(f"{found.path}: no change records (the file is empty or blank); nothing to apply")
     return found
 
 
 def check_inputs(
-    changes: str | Path | None, snapshot: str | Path | None, custom_sql: Sequence[str | Path] = ()
+    changes: str | Path | None,
+    snapshot: str | Path | None,
+    custom_sql: Sequence[str | Path] = (),
+    suffixes: tuple[str, ...] = JSON_SUFFIXES,
 ) -> None:
     """Every input path of a run checked before anything starts (cheap, no Spark): the change
     and snapshot files as :func:`input_files` checks them, each custom SQL file a readable
@@ -161,7 +169,7 @@ def check_inputs(
             f"{snapshot}: a snapshot is read with the change files it belongs to; give --changes too"
         )
     if changes is not None:
-        change_files(changes)
+        change_files(changes, suffixes)
     if snapshot is not None:
         input_files(snapshot, "snapshot")
     for sql in custom_sql:

@@ -83,6 +83,7 @@ Item = Change | Begin | Commit | Expect
 class Options:
     """What the user chose for the reading of a capture (``applier run`` / ``convert`` options)."""
 
+    format: str = "canonical"  # one of FORMATS
     fold_key_changes: bool = False  # Debezium: delete + create at one position -> one key update
     source: str | None = None  # mssql-cdc: an ODBC connection string to read the change table from
     capture_instance: str | None = None  # mssql-cdc: cdc.<capture_instance>_CT
@@ -98,6 +99,12 @@ class Format:
 
     name: ClassVar[str] = ""
     suffixes: ClassVar[tuple[str, ...]] = (".jsonl", ".json", ".ndjson", ".txt")
+    # Transactions known only from file order (Begin/Commit markers, changes with tx=None):
+    # True, False, or None (found out from the data, at the cost of one pass).
+    positional: ClassVar[bool | None] = None
+    # Equal positions with equal images are a duplicate delivery (dropped, counted); False: an
+    # error (positions must be unique, as in a canonical file).
+    dedup: ClassVar[bool] = True
     articles: Mapping[str, Article]
     options: Options = field(default_factory=Options)
 
@@ -149,6 +156,7 @@ def format_class(name: str) -> type[Format]:
     from importlib import import_module
 
     modules = {
+        "canonical": "canonical",
         "debezium": "debezium",
         "maxwell": "maxwell",
         "wal2json": "wal2json",

@@ -1,0 +1,338 @@
+"""A capture's items -> canonical change rows, on the executors (see the package docstring).
+
+Stages, each a Spark pass over the cached items (nothing but counts reaches the driver):
+
+1. read: every record through the format (errors name the place; any -> nothing applied);
+2. (file-ordered formats) each change without a transaction gets the one whose Begin came last
+   before it in file order: a summary per partition (its last marker), offsets on the driver;
+3. group: the items sorted by (transaction, position), partitioned by transaction (bounds from a
+   sample), so a transaction is whole in one partition;
+4. per transaction: duplicate deliveries dropped (counted), the announced count checked, the
+   format's ``combine``; a count per partition gives every partition its first transaction and
+   change number;
+5. number and validate: lsn, xact_seqno, command_id; ``validate_record`` as for a canonical file.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+
+from applier.errors import InputError
+from applier.records.schema import CHANGE_SCHEMA
+from applier.sources.canonical import validate_record
+from applier.sources.formats import Begin, Change, Commit, Expect, Format
+
+_SHOWN = 5
+PLACE = "_place"
+SOURCE = "_source"
+CAPTURED_SCHEMA = f"{PLACE} string, {SOURCE} string, {CHANGE_SCHEMA}"
+
+
+@dataclass(frozen=True)
+class Captured:
+    """The canonical rows of a capture (with ``_place`` and ``_source``) and what the reading
+    found: transactions, changes, duplicate deliveries dropped."""
+
+    rows: DataFrame
+    transactions: int
+    changes: int
+    duplicates: int
+    cached: tuple[Any, ...]
+
+    def unpersist(self) -> None:
+        for c in self.cached:
+            c.unpersist()
+
+
+def _unexpected(place: str, e: Exception) -> str:
+    return f"{place}: cannot read this record: {type(e).__name__}: {e}"
+
+
+def read_lines(spark: SparkSession, files: Sequence[Any], fmt: Format) -> Any:
+    """Every line of every file through ``fmt.parse``: RDD of (error, item, order) in file order,
+    ``order`` = (file index, line index, item index) for file-ordered formats."""
+    sc = spark.sparkContext
+
+    def of(file: str, fi: int):  # type: ignore[no-untyped-def]
+        def part(it: Iterator[tuple[str, int]]) -> Iterator[tuple[Any, ...]]:
+            for text, idx in it:
+                if not text.strip():
+                    continue
+                place = f"{file}:{idx + 1}"
+                try:
+                    for k, item in enumerate(fmt.parse(text, place)):
+                        yield (None, item, (fi, idx, k))
+                except InputError as e:
+                    yield (str(e), None, (fi, idx, 0))
+                except Exception as e:  # noqa: BLE001 - any record the format cannot read is refused
+                    yield (_unexpected(place, e), None, (fi, idx, 0))
+
+        return part
+
+    rdds = [sc.textFile(str(f)).zipWithIndex().mapPartitions(of(str(f), i)) for i, f in enumerate(files)]
+    return sc.union(rdds) if len(rdds) > 1 else rdds[0]
+
+
+def _raise(errors: list[str], what: str) -> None:
+    if errors:
+        more = "" if len(errors) < _SHOWN else "\n  (and maybe more)"
+        raise InputError(f"invalid {what}, nothing applied:\n  " + "\n  ".join(errors) + more)
+
+
+def _order(e: tuple[Any, ...]) -> tuple[Any, ...]:
+    return e[2] if len(e) > 2 and e[2] is not None else ()
+
+
+# -- 2. transactions from file order -----------------------------------------------------------
+def _markers(idx: int, it: Iterable[tuple[Any, ...]]) -> Iterator[tuple[int, Any]]:
+    """The last Begin/Commit of a partition: (idx, (kind, order)) or (idx, None)."""
+    last = None
+    for e in it:
+        item = e[1]
+        if isinstance(item, (Begin, Commit)):
+            last = ("B" if isinstance(item, Begin) else "C", _order(e), item.place)
+    yield (idx, last)
+
+
+def _resolve(starts: Mapping[int, Any]):  # type: ignore[no-untyped-def]
+    """Changes without a transaction -> the one whose Begin came last before them."""
+
+    def part(idx: int, it: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+        state = starts.get(idx)
+        for e in it:
+            item = e[1]
+            if isinstance(item, (Begin, Commit)):
+                state = ("B" if isinstance(item, Begin) else "C", _order(e), item.place)
+                continue
+            if isinstance(item, Change) and item.tx is None:
+                if state is None or state[0] != "B":
+                    why = "before any begin" if state is None else f"after the commit at {state[2]}"
+                    yield (f"{item.place}: a change outside a transaction ({why})", None, _order(e))
+                    continue
+                tx = ("file", *state[1])
+                yield (None, _with_tx(item, tx), _order(e))
+                continue
+            yield e
+
+    return part
+
+
+def _with_tx(c: Change, tx: tuple[Any, ...]) -> Change:
+    return Change(c.article, c.op, c.before, c.after, tx, c.pos, c.source, c.place, c.changed)
+
+
+def _file_ordered(rdd: Any) -> Any:
+    summaries = dict(rdd.mapPartitionsWithIndex(_markers).collect())
+    starts: dict[int, Any] = {}
+    state = None
+    for i in range(rdd.getNumPartitions()):
+        starts[i] = state
+        if summaries.get(i) is not None:
+            state = summaries[i]
+    return rdd.mapPartitionsWithIndex(_resolve(starts))
+
+
+# -- 3. group by transaction -----------------------------------------------------------------
+def _keyed(e: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any]:
+    item = e[1]
+    if isinstance(item, Expect):
+        return ((item.tx, 1, (), ()), item)
+    return ((item.tx, 0, item.pos, _order(e)), item)
+
+
+def _bounds(keyed: Any, parts: int) -> list[Any]:
+    """Partition bounds on the transaction key, from a sample (as Spark's range partitioner)."""
+    if parts <= 1:
+        return []
+    total = keyed.count()
+    if total == 0:
+        return []
+    fraction = min(1.0, 20.0 * parts / total)
+    sample = sorted({k[0] for k in keyed.keys().sample(False, fraction, 17).collect()})
+    if not sample:
+        return []
+    step = len(sample) / parts
+    return sorted({sample[min(len(sample) - 1, int(step * (i + 1)))] for i in range(parts - 1)})
+
+
+# -- 4. per transaction ------------------------------------------------------------------------
+def _same(a: Change, b: Change) -> bool:
+    return (a.tx, a.pos, a.article, a.op) == (b.tx, b.pos, b.article, b.op)
+
+
+def _transactions(fmt: Format):  # type: ignore[no-untyped-def]
+    """Sorted (key, item) -> per transaction: ("tx", changes, duplicates) or ("error", text)."""
+
+    def part(it: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, ...]]:
+        cur: Any = None
+        changes: list[Change] = []
+        dups = 0
+        expect: Expect | None = None
+
+        def flush() -> Iterator[tuple[Any, ...]]:
+            if cur is None:
+                return
+            if expect is not None and expect.count != len(changes):
+                yield (
+                    "error",
+                    f"{expect.place}: transaction {_tx_text(cur)} announces {expect.count} change(s), "
+                    f"the capture holds {len(changes)}",
+                )
+                return
+            if not changes:
+                return
+            try:
+                yield ("tx", fmt.combine(changes), dups)
+            except InputError as e:
+                yield ("error", str(e))
+
+        for key, item in it:
+            tx = key[0]
+            if tx != cur:
+                yield from flush()
+                cur, changes, dups, expect = tx, [], 0, None
+            if isinstance(item, Expect):
+                expect = item
+                continue
+            if changes and _same(changes[-1], item):
+                prev = changes[-1]
+                if fmt.dedup and (prev.before, prev.after) == (item.before, item.after):
+                    dups += 1  # the same change delivered again (at least once)
+                    continue
+                yield (
+                    "error",
+                    f"{item.place}: {item.source}: "
+                    + (
+                        f"two different changes of {item.article} at one source position"
+                        if fmt.dedup
+                        else "the position appears 2 times; positions must be unique"
+                    )
+                    + f" (the other at {prev.place})",
+                )
+                continue
+            changes.append(item)
+        yield from flush()
+
+    return part
+
+
+def _tx_text(tx: Any) -> str:
+    if isinstance(tx, tuple) and len(tx) == 1:
+        return str(tx[0])
+    return str(tx)
+
+
+def _counts(idx: int, it: Iterable[tuple[Any, ...]]) -> Iterator[tuple[int, int, int, int]]:
+    txs = n = dups = 0
+    for t in it:
+        if t[0] == "tx":
+            txs += 1
+            n += len(t[1])
+            dups += t[2]
+    yield (idx, txs, n, dups)
+
+
+# -- 5. number and validate --------------------------------------------------------------------
+def _numbered(fmt: Format, firsts: Mapping[int, tuple[int, int]]):  # type: ignore[no-untyped-def]
+    articles = fmt.articles
+
+    def part(idx: int, it: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+        xact, lsn = firsts[idx]
+        for t in it:
+            if t[0] != "tx":
+                continue
+            xact += 1
+            for cmd, c in enumerate(t[1], 1):
+                lsn += 1
+                rec = {
+                    "lsn": lsn,
+                    "xact_seqno": xact,
+                    "command_id": cmd,
+                    "article": c.article,
+                    "op": c.op,
+                    "before": c.before,
+                    "after": c.after,
+                    "changed": list(c.changed) if c.changed is not None else None,
+                }
+                try:
+                    yield (None, c.place, c.source, *validate_record(rec, articles, f"{c.place}"))
+                except InputError as e:
+                    yield (f"{e} ({c.source})",)
+                except Exception as e:  # noqa: BLE001
+                    yield (_unexpected(c.place, e),)
+
+    return part
+
+
+def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str = "capture") -> Captured:
+    """The capture in ``files`` (or the format's own source) as canonical rows; InputError naming
+    the places of the first bad records, nothing applied, otherwise."""
+    raw = fmt.read(spark, files).persist(StorageLevel.MEMORY_AND_DISK)
+    cached: list[Any] = [raw]
+    try:
+        _raise(raw.filter(lambda e: e[0] is not None).map(lambda e: e[0]).take(_SHOWN), what)
+        items = raw.filter(lambda e: e[1] is not None)
+        positional = fmt.positional
+        if positional is None:  # known from the data: some record is a begin or commit marker
+            positional = not items.filter(lambda e: isinstance(e[1], (Begin, Commit))).isEmpty()
+        if positional:
+            items = _file_ordered(items).persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(items)
+            _raise(items.filter(lambda e: e[0] is not None).map(lambda e: e[0]).take(_SHOWN), what)
+        items = items.filter(lambda e: isinstance(e[1], (Change, Expect)))
+        keyed = items.map(_keyed)
+        parts = max(1, raw.getNumPartitions())
+        bounds = _bounds(keyed, parts)
+
+        def partition(key: Any) -> int:
+            return bisect.bisect_left(bounds, key[0])
+
+        grouped = (
+            keyed.repartitionAndSortWithinPartitions(len(bounds) + 1, partition)
+            .mapPartitions(_transactions(fmt))
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
+        cached.append(grouped)
+        _raise(grouped.filter(lambda t: t[0] == "error").map(lambda t: t[1]).take(_SHOWN), what)
+        counts = sorted(grouped.mapPartitionsWithIndex(_counts).collect())
+        firsts: dict[int, tuple[int, int]] = {}
+        xact = lsn = dups = 0
+        for idx, txs, n, d in counts:
+            firsts[idx] = (xact, lsn)
+            xact, lsn, dups = xact + txs, lsn + n, dups + d
+        if lsn == 0:
+            raise InputError(f"{what}: no row changes; nothing to apply")
+        rows = grouped.mapPartitionsWithIndex(_numbered(fmt, firsts)).persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(rows)
+        _raise(rows.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(_SHOWN), what)
+        df = spark.createDataFrame(rows.map(lambda r: r[1:]), CAPTURED_SCHEMA)
+        return Captured(df, xact, lsn, dups, tuple(cached))
+    except BaseException:
+        for c in cached:
+            c.unpersist()
+        raise
+
+
+def canonical_json(r: Any, source: bool = True) -> str:
+    """A canonical row -> its JSON Lines text (images as objects), with its source position."""
+    r = r.asDict() if hasattr(r, "asDict") else r
+    d: dict[str, Any] = {
+        f: r[f] for f in ("lsn", "xact_seqno", "command_id", "article", "op", "schema_version")
+    }
+    if r["op"] in ("DDL", "SQL", "PROC"):
+        d[{"DDL": "ddl", "SQL": "sqldml", "PROC": "procedure"}[r["op"]]] = json.loads(r["after"])
+    else:
+        d["before"] = json.loads(r["before"]) if r["before"] else None
+        d["after"] = json.loads(r["after"]) if r["after"] else None
+        d["changed"] = list(r["changed"] or [])
+    if source and r.get(SOURCE) is not None:
+        d["source"] = r[SOURCE]
+    return json.dumps(d, ensure_ascii=False, separators=(",", ":"))
