@@ -388,7 +388,11 @@ class MssqlCdcFormat(Format):
     def file_article(self, path: Path) -> tuple[Article, str]:
         """The article a change-table file belongs to and the capture instance that names it."""
         tried: list[str] = []
-        for ci in (self.options.capture_instance, _instance_of_file(path.name), path.parent.name):
+        for ci in (
+            self.options.capture_instance,
+            _instance_of_file(path.name),
+            _instance_of_file(path.parent.name),
+        ):
             if not ci or ci in tried:
                 continue
             tried.append(ci)
