@@ -64,7 +64,12 @@ from applier.sources.formats import Begin, Change, Commit, Format, Item
 from applier.values import ValueError_, encode
 
 # -- values ----------------------------------------------------------------------------------
-_MONTHS = {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())}
+_MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    )
+}
 _OFFSET = r"(?P<off>[+-]\d{2}(?::?\d{2}(?::?\d{2})?)?|Z)?"
 _TIME = r"(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2})(?:\.(?P<f>\d+))?)?"
 _ISO_TS = re.compile(rf"^(?P<y>\d{{4,}})-(?P<m>\d{{1,2}})-(?P<d>\d{{1,2}})(?:[ T]{_TIME}{_OFFSET})?$")
@@ -73,7 +78,9 @@ _PG_TS = re.compile(
     rf"^(?:[A-Za-z]{{3}}\s+)?(?:(?P<mon>[A-Za-z]{{3}})\s+(?P<d>\d{{1,2}})|(?P<d2>\d{{1,2}})\s+(?P<mon2>[A-Za-z]{{3}}))"
     rf"\s+{_TIME}\s+(?P<y>\d{{4,}})(?:\s+(?P<tz>\S+))?$"
 )
-_SQL_TS = re.compile(rf"^(?P<a>\d{{1,2}})(?P<sep>[-/.])(?P<b>\d{{1,2}})(?P=sep)(?P<y>\d{{4,}})(?:\s+{_TIME}{_OFFSET})?$")
+_SQL_TS = re.compile(
+    rf"^(?P<a>\d{{1,2}})(?P<sep>[-/.])(?P<b>\d{{1,2}})(?P=sep)(?P<y>\d{{4,}})(?:\s+{_TIME}{_OFFSET})?$"
+)
 _TIME_ONLY = re.compile(rf"^{_TIME}$")
 
 
@@ -178,9 +185,9 @@ def _python(col: Column, pg_type: str | None, v: Any) -> Any:
                 return False
         return v
     if kind == "decimal":
-        if isinstance(v, str) and (pg == "money" or col.type.base in ("money", "smallmoney")):
-            if not re.fullmatch(r"[+-]?\d+(\.\d+)?", v.strip()):
-                return _money(v)
+        is_money = pg == "money" or col.type.base in ("money", "smallmoney")
+        if isinstance(v, str) and is_money and not re.fullmatch(r"[+-]?\d+(\.\d+)?", v.strip()):
+            return _money(v)
         return v
     if kind == "float":
         if isinstance(v, str):
@@ -223,7 +230,9 @@ def _value(col: Column, pg_type: str | None, v: Any, where: str) -> Any:
     try:
         return encode(col, _python(col, pg_type, v))
     except (_Bad, ValueError_) as e:
-        raise InputError(f"{where}: column {col.name!r} ({col.type}): {e}" if isinstance(e, _Bad) else f"{where}: {e}") from None
+        raise InputError(
+            f"{where}: column {col.name!r} ({col.type}): {e}" if isinstance(e, _Bad) else f"{where}: {e}"
+        ) from None
 
 
 # -- documents -------------------------------------------------------------------------------
@@ -360,7 +369,11 @@ class Wal2json(_Wal2json):
             raise InputError(
                 f"{place}: expected a wal2json format-version 1 transaction "
                 f'{{"change": [...]}}, got {what}'
-                + (" (format-version 2 lines have an 'action': use --format wal2json2)" if isinstance(doc, dict) and "action" in doc else "")
+                + (
+                    " (format-version 2 lines have an 'action': use --format wal2json2)"
+                    if isinstance(doc, dict) and "action" in doc
+                    else ""
+                )
             )
         changes = doc["change"]
         if not isinstance(changes, list):
@@ -441,7 +454,11 @@ class Wal2json2(_Wal2json):
         if not isinstance(doc, dict) or "action" not in doc:
             raise InputError(
                 f"{place}: expected a wal2json format-version 2 object with an 'action'"
-                + (" (a format-version 1 transaction: use --format wal2json)" if isinstance(doc, dict) and "change" in doc else "")
+                + (
+                    " (a format-version 1 transaction: use --format wal2json)"
+                    if isinstance(doc, dict) and "change" in doc
+                    else ""
+                )
             )
         action = doc["action"]
         if action == "B":
@@ -472,7 +489,16 @@ class Wal2json2(_Wal2json):
             _lsn(doc["lsn"], f"{place}: lsn")
             source.append(f"lsn {doc['lsn']}")
         yield self._change(
-            kind, doc.get("schema"), doc.get("table"), new, old, place, place, None, (_line(place),), " ".join(source)
+            kind,
+            doc.get("schema"),
+            doc.get("table"),
+            new,
+            old,
+            place,
+            place,
+            None,
+            (_line(place),),
+            " ".join(source),
         )
 
     @staticmethod

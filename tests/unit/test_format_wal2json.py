@@ -1,0 +1,329 @@
+"""wal2json captures read without Spark: every example of wal2json's own regression suite
+(tests/data/captures/wal2json) parses in both format versions to the same changes, values are
+read in the session's DateStyle and PostgreSQL's texts, and a bad record is refused naming its
+line and field."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from applier.articles import Article, Column, parse_type
+from applier.errors import InputError
+from applier.sources.formats import Begin, Change, Commit, Item, format_class
+from applier.sources.formats.wal2json import Wal2json, Wal2json2
+from tests.unit.wal2json_examples import DATA, ROW, articles, row
+
+EXAMPLES = [
+    "insert1",
+    "update1",
+    "update2",
+    "update3",
+    "update4",
+    "delete1",
+    "delete2",
+    "delete3",
+    "delete4",
+    "pk",
+]
+
+
+def parse(example: str, version: int) -> list[Item]:
+    fmt = (Wal2json if version == 1 else Wal2json2)(articles(example))
+    path = DATA / f"{example}.v{version}.jsonl"
+    out: list[Item] = []
+    for i, line in enumerate(path.read_text().splitlines()):
+        out.extend(fmt.parse(line, f"{path.name}:{i + 1}"))
+    return out
+
+
+def changes(items: list[Item]) -> list[tuple[Any, ...]]:
+    return [
+        (c.article, c.op, dict(c.before) if c.before else None, dict(c.after) if c.after else None)
+        for c in items
+        if isinstance(c, Change)
+    ]
+
+
+def transactions(items: list[Item]) -> list[list[tuple[Any, ...]]]:
+    """Changes grouped by the Begin..Commit spans (file order)."""
+    out: list[list[tuple[Any, ...]]] = []
+    for it in items:
+        if isinstance(it, Begin):
+            out.append([])
+        elif isinstance(it, Change):
+            assert it.tx is None
+            out[-1].append((it.article, it.op))
+    return out
+
+
+def test_registry() -> None:
+    assert format_class("wal2json") is Wal2json and format_class("wal2json2") is Wal2json2
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_both_versions_read_the_same_changes(example: str) -> None:
+    v1, v2 = parse(example, 1), parse(example, 2)
+    assert changes(v1) == changes(v2)
+    assert transactions(v1) == transactions(v2)  # the same transactions, in the same order
+
+
+def test_insert1_every_type() -> None:
+    got = changes(parse("insert1", 1))
+    assert got == [
+        ("public.table_with_pk", "I", None, row(e="3.540")),
+        ("public.table_without_pk", "I", None, ROW),
+        ("public.table_with_unique", "I", None, ROW),
+        ("test \"schema.test \" with 'quotes'", "I", None, {"id": 1, "col spaces": 2, 'col"quotes': 3}),
+    ]
+    (tx,) = transactions(parse("insert1", 2))
+    assert len(tx) == 4  # one transaction (BEGIN ... COMMIT)
+
+
+def test_update1_old_keys_and_a_key_change() -> None:
+    got = changes(parse("update1", 2))
+    key = {"b": 1, "c": 2, "d": 3}
+    assert got == [
+        # table_without_pk's update is not captured (no replica identity); table_with_unique's neither
+        ("public.table_with_pk", "U", key, row(f=-ROW["f"])),
+        ("public.table_with_pk", "U", key, row(b=-1, f=-ROW["f"])),
+    ]
+
+
+def test_update2_replica_identity_nothing_captures_no_update() -> None:
+    assert changes(parse("update2", 1)) == []
+
+
+def test_update3_replica_identity_full_gives_the_old_row() -> None:
+    got = changes(parse("update3", 1))
+    assert [(a, op) for a, op, _, _ in got] == [
+        ("public.table_with_pk", "U"),
+        ("public.table_without_pk", "U"),
+        ("public.table_with_unique", "U"),
+    ]
+    for _, _, before, after in got:
+        assert before == ROW and after == row(f=-ROW["f"])
+
+
+def test_update4_and_delete4_unique_index_identity() -> None:
+    ups = changes(parse("update4", 1))
+    assert [(b, {k: a[k] for k in ("b", "c", "g", "n")}) for _, _, b, a in ups] == [
+        ({"g": 1.23, "n": False}, {"b": 1, "c": -2, "g": 1.23, "n": False}),
+        ({"g": 4.56, "n": True}, {"b": 4, "c": 5, "g": -4.56, "n": True}),
+    ]
+    dels = changes(parse("delete4", 2))
+    assert [(op, b) for _, op, b, _ in dels] == [
+        ("D", {"g": 1.23, "n": False}),
+        ("D", {"g": 4.56, "n": True}),
+    ]
+
+
+def test_delete1_delete3_identity() -> None:
+    assert changes(parse("delete1", 1)) == [("public.table_with_pk", "D", {"b": 1, "c": 2, "d": 3}, None)]
+    assert changes(parse("delete2", 2)) == []  # REPLICA IDENTITY NOTHING: no delete captured
+    d3 = changes(parse("delete3", 1))
+    assert [(a, b["a"]) for a, _, b, _ in d3] == [
+        ("public.table_with_pk", 1),
+        ("public.table_with_pk", 2),
+        ("public.table_without_pk", 1),
+        ("public.table_with_unique", 1),
+    ]
+    assert d3[0][2] == ROW  # the full old row
+
+
+def test_pk_example() -> None:
+    got = changes(parse("pk", 1))
+    assert [(a.split(".")[1], op) for a, op, _, _ in got] == [
+        ("w2j_pk_with_pk", "I"),
+        ("w2j_pk_with_pk", "U"),
+        ("w2j_pk_with_pk", "D"),
+        ("w2j_pk_without_pk", "I"),
+        ("w2j_pk_with_ri", "I"),
+        ("w2j_pk_with_ri", "U"),
+        ("w2j_pk_with_ri", "D"),
+    ]
+    assert got[0][3] == {
+        "a": 123,
+        "b": "2020-04-26T16:23:59.000000",
+        "c": "Melanosuchus Niger",
+        "d": True,
+        "e": "4.560",
+    }
+    assert got[1][2] == {"b": "2020-04-26T16:23:59.000000", "d": True, "e": "4.560"}
+    assert got[5][2] == {"a": 123} and got[5][3]["a"] == 456
+
+
+def test_savepoint_only_committed_changes() -> None:
+    items = parse("savepoint", 1)
+    assert [c[3]["b"] for c in changes(items)] == ["john", "smith", "robert", "marie", "ernesto", "francisco"]
+    assert [len(t) for t in transactions(items)] == [1, 1, 1, 3]
+
+
+def test_xids_do_not_order_and_lsns_do() -> None:
+    xids = parse("include_xids", 1)
+    assert [type(i).__name__ for i in xids[:3]] == ["Begin", "Change", "Commit"]  # file order
+    assert [c.source for c in xids if isinstance(c, Change)][-1] == "xid 760 change[1]"
+    lsns = [c for c in parse("include_lsn", 1)]
+    assert all(isinstance(c, Change) for c in lsns)
+    assert [c.tx for c in lsns] == [(0x16B3748,), (0x16B3810,), (0x16B38D8,), (0x16B39A0,), (0x16B39A0,)]
+    assert [c.pos for c in lsns] == [(0,), (0,), (0,), (0,), (1,)]
+
+
+def test_v2_positions_are_lines() -> None:
+    items = parse("savepoint", 1) + parse("insert1", 2)
+    assert [c.pos for c in items if isinstance(c, Change)][-4:] == [(2,), (3,), (4,), (5,)]
+
+
+# -- values -------------------------------------------------------------------------------------
+def art(*cols: tuple[str, str]) -> dict[str, Article]:
+    a = Article(
+        "public",
+        "t",
+        (Column("id", parse_type("int"), nullable=False), *(Column(n, parse_type(t)) for n, t in cols)),
+        ("id",),
+    )
+    return {a.name: a}
+
+
+def v2(arts: dict[str, Article], value: Any, pg_type: str | None = None, action: str = "I") -> Any:
+    col = {"name": "v", "value": value}
+    if pg_type:
+        col["type"] = pg_type
+    doc = {"action": action, "schema": "public", "table": "t", "columns": [{"name": "id", "value": 1}, col]}
+    (c,) = Wal2json2(arts).parse(json.dumps(doc), "f.jsonl:7")
+    assert isinstance(c, Change) and c.after is not None
+    return c.after["v"]
+
+
+VALUES = [
+    ("datetime2(6)", "2013-11-02 17:30:52", None, "2013-11-02T17:30:52.000000"),
+    ("datetime2(6)", "2013-11-02 17:30:52.25", None, "2013-11-02T17:30:52.250000"),
+    ("datetime2(6)", "Sat Nov 02 17:30:52.5 2013", None, "2013-11-02T17:30:52.500000"),
+    ("datetime2(6)", "Sat 02 Nov 17:30:52 2013", None, "2013-11-02T17:30:52.000000"),
+    ("datetime2(6)", "11/02/2013 17:30:52", None, "2013-11-02T17:30:52.000000"),
+    ("datetime2(6)", "02.11.2013 17:30:52", None, "2013-11-02T17:30:52.000000"),
+    ("date", "2013-02-04", None, "2013-02-04"),
+    ("date", "02-04-2013", None, "2013-02-04"),
+    ("date", "04.02.2013", None, "2013-02-04"),
+    ("datetimeoffset(6)", "2013-11-02 17:30:52+01", None, "2013-11-02T17:30:52.000000+01:00"),
+    ("datetimeoffset(6)", "2013-11-02 17:30:52.1-05:30", None, "2013-11-02T17:30:52.100000-05:30"),
+    ("time(6)", "17:30:52.123", None, "17:30:52.123000"),
+    ("decimal(5,3)", 3.54, None, "3.540"),
+    ("decimal(5,3)", "3.540", None, "3.540"),
+    ("money", "$1,234.50", "money", "1234.5000"),
+    ("money", "-$3.00", "money", "-3.0000"),
+    ("float", "1.5", None, 1.5),
+    ("real", 876.563, "real", 876.56298828125),
+    ("bit", True, None, True),
+    ("bit", "t", None, True),
+    ("varchar(20)", "001110010101010", "bit varying(20)", "001110010101010"),
+    ("nvarchar(max)", '{"a": [1, 2]}', "jsonb", '{"a": [1, 2]}'),
+    ("varbinary(max)", "0102ff", "bytea", "AQL/"),
+    ("varbinary(max)", "\\x0102ff", "bytea", "AQL/"),
+    (
+        "uniqueidentifier",
+        "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11",
+        "uuid",
+        "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+    ),
+    ("bigint", 9007199254740993, "bigint", 9007199254740993),
+    ("nvarchar(10)", None, None, None),
+]
+
+
+@pytest.mark.parametrize(("sql", "value", "pg", "expected"), VALUES)
+def test_values(sql: str, value: Any, pg: str | None, expected: Any) -> None:
+    assert v2(art(("v", sql)), value, pg) == expected
+
+
+BAD_VALUES = [
+    ("datetimeoffset(6)", "Sat Nov 02 17:30:52 2013 PST", "only numeric offsets"),
+    ("datetime2(6)", "2013-11-02 17:30:52+01", "has a time zone"),
+    ("datetimeoffset(6)", "2013-11-02 17:30:52", "no time zone offset"),
+    ("date", "2013-02-04 BC", "BC dates"),
+    ("date", "infinity", "infinities"),
+    ("date", "2013-02-31", "day is out of range"),
+    ("varbinary(max)", "zz", "bytea_output = hex"),
+    ("int", "x", "expected an integer"),
+    ("decimal(5,3)", 123.4, "does not fit precision"),
+    ("nvarchar(3)", "abcd", "longer than 3"),
+]
+
+
+@pytest.mark.parametrize(("sql", "value", "why"), BAD_VALUES)
+def test_bad_values_name_line_and_field(sql: str, value: Any, why: str) -> None:
+    with pytest.raises(InputError) as e:
+        v2(art(("v", sql)), value)
+    assert str(e.value).startswith("f.jsonl:7: columns[1].value: ") and why in str(e.value)
+
+
+def test_v1_errors_name_the_change_and_column() -> None:
+    arts = art(("v", "int"))
+    doc = {
+        "change": [
+            {"kind": "insert", "table": "t", "columnnames": ["id", "v"], "columnvalues": [1, 2]},
+            {"kind": "insert", "table": "t", "columnnames": ["id", "v"], "columnvalues": [2, "x"]},
+        ]
+    }
+    with pytest.raises(InputError, match=r"^f:3: change\[1\]\.columnvalues\[1\]: column 'v'"):
+        list(Wal2json(arts).parse(json.dumps(doc), "f:3"))
+    doc["change"][1]["columnvalues"] = [2]  # type: ignore[index]
+    with pytest.raises(InputError, match=r"change\[1\]\.columnvalues: 1 entries for 2 column names"):
+        list(Wal2json(arts).parse(json.dumps(doc), "f:3"))
+    doc["change"][1] = {"kind": "delete", "table": "t", "oldkeys": {"keynames": ["v"], "keyvalues": [3]}}
+    with pytest.raises(InputError, match=r"key column 'id' of article public.t is not among the old keys"):
+        list(Wal2json(arts).parse(json.dumps(doc), "f:3"))
+    doc["change"][1] = {"kind": "insert", "table": "nope", "columnnames": ["id"], "columnvalues": [1]}
+    with pytest.raises(InputError, match=r"change\[1\]: table 'nope' is not an article"):
+        list(Wal2json(arts).parse(json.dumps(doc), "f:3"))
+    doc["change"][1] = {"kind": "insert", "table": "t", "columnnames": ["id", "w"], "columnvalues": [1, 1]}
+    with pytest.raises(InputError, match=r"change\[1\]\.columnvalues\[1\]: column 'w' is not a column"):
+        list(Wal2json(arts).parse(json.dumps(doc), "f:3"))
+
+
+def test_truncate_refused_messages_skipped() -> None:
+    arts = art(("v", "int"))
+    with pytest.raises(InputError, match=r"^f:2: truncate of public.t: applier has no truncate"):
+        list(Wal2json2(arts).parse('{"action":"T","schema":"public","table":"t"}', "f:2"))
+    assert (
+        list(Wal2json2(arts).parse('{"action":"M","transactional":true,"prefix":"p","content":"c"}', "f:2"))
+        == []
+    )
+    v1 = '{"change":[{"kind":"message","transactional":true,"prefix":"p","content":"c"}]}'
+    assert [type(i) for i in Wal2json(arts).parse(v1, "f:2")] == [Begin, Commit]
+    with pytest.raises(InputError, match=r"change\[0\]: truncate"):
+        list(Wal2json(arts).parse('{"change":[{"kind":"truncate","schema":"public","table":"t"}]}', "f:2"))
+
+
+def test_wrong_version_and_pretty_print() -> None:
+    arts = art(("v", "int"))
+    with pytest.raises(InputError, match="use --format wal2json2"):
+        list(Wal2json(arts).parse('{"action":"B"}', "f:1"))
+    with pytest.raises(InputError, match="use --format wal2json\\)"):
+        list(Wal2json2(arts).parse('{"change":[]}', "f:1"))
+    with pytest.raises(InputError, match="^f:1: not JSON.*one JSON document per line"):
+        list(Wal2json(arts).parse("{", "f:1"))
+    assert list(Wal2json(arts).parse("   ", "f:1")) == []
+
+
+def test_unchanged_toast_value() -> None:
+    arts = art(("v", "nvarchar(max)"), ("w", "int"))
+    new = [{"name": "id", "value": 1}, {"name": "w", "value": 5}]  # v: unchanged TOAST, left out
+    doc = {"action": "U", "schema": "public", "table": "t", "columns": new}
+    with pytest.raises(InputError, match="column 'v' is absent from the update's new row"):
+        list(Wal2json2(arts).parse(json.dumps(doc), "f:1"))
+    doc["identity"] = [{"name": "id", "value": 1}, {"name": "v", "value": "long"}, {"name": "w", "value": 4}]
+    (c,) = Wal2json2(arts).parse(json.dumps(doc), "f:1")
+    assert isinstance(c, Change) and c.after == {"id": 1, "w": 5, "v": "long"}
+
+
+def test_update_without_old_keys_takes_the_key_from_the_new_row() -> None:
+    arts = art(("v", "int"))
+    doc = {"action": "U", "table": "t", "columns": [{"name": "id", "value": 1}, {"name": "v", "value": 5}]}
+    (c,) = Wal2json2(arts).parse(json.dumps(doc), "f:1")
+    assert isinstance(c, Change) and c.before == {"id": 1} and c.after == {"id": 1, "v": 5}
+    doc = {"action": "D", "table": "t", "identity": []}
+    with pytest.raises(InputError, match="a delete without old keys"):
+        list(Wal2json2(arts).parse(json.dumps(doc), "f:1"))
