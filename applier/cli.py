@@ -535,17 +535,31 @@ def _register_extra(sub: Any) -> list[str]:
     """The commands that live with their stage: each has register(subparsers) adding its
     sub-command with set_defaults(func=...)."""
     from applier.bench import command as bench
+    from applier.explain import command as explain
     from applier.lint import command as lint
     from applier.matrix import command as matrix
     from applier.repro import command as repro
 
     names = [m.register(sub) for m in (lint, matrix, bench)]
+    names.append(explain.register(sub, _add_settings, _add_run, _add_capture, _config, _capture))
     return names + repro.register(sub, _add_settings, _add_run, _config)
 
 
 _NO_SPARK = ("procs", "schema", "clean", "lint")  # commands that never start Spark
 _REPRO = ("explore", "shrink", "export", "replay")  # applier.repro
-COMMANDS = ("run", "convert", "generate", "procs", "schema", "clean", "lint", "matrix", "bench", *_REPRO)
+COMMANDS = (
+    "run",
+    "convert",
+    "streams",
+    "generate",
+    "procs",
+    "schema",
+    "clean",
+    "lint",
+    "matrix",
+    "bench",
+    *_REPRO,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
