@@ -1,0 +1,711 @@
+"""Debezium change events (JSON) as capture items.
+
+**Files.** One event per line, as Kafka's JSON converter writes it with the schema envelope
+(``{"schema": {...}, "payload": {...}}``: Debezium Server's file sink, ``kafka-console-consumer``)
+or without it (the bare payload, ``schemas.enable=false``). A console consumer run with
+``print.key=true`` writes ``key<TAB>value``: a line that is not one JSON document but has a tab
+is read as its value after the first tab. Tombstones (a line ``null``, ``"payload": null``, an
+empty payload) are skipped: the delete before them carries the change. Heartbeats (a payload
+with nothing but ``ts_ms``) and logical messages (``op`` ``m``) are skipped; truncates (``op``
+``t``) and schema change events (``ddl``) are refused with the line named, as applier has no
+operation for them.
+
+**Operations.** ``c`` and ``r`` (a snapshot read) are inserts of ``after``; ``u`` an update from
+``before`` to ``after`` (without ``before``, PostgreSQL's default replica identity, the before
+image is the article's key taken from ``after``); ``d`` a delete of ``before``. A NULL in a
+before image for a NOT NULL column (PostgreSQL's default replica identity sends only the key's
+values) is left out of it: the canonical record allows partial before images.
+
+**Positions**, by the connector (``source.connector``, or the fields that are there):
+
+* SQL Server (and Db2): the transaction is ``commit_lsn`` (commit order), the change in it
+  ``change_lsn`` then ``event_serial_no``; LSNs (``00000027:00000758:0003``) compare as tuples
+  of hex numbers. A snapshot read (no ``change_lsn``) is placed by its key.
+* PostgreSQL: the transaction is ``txId``. Transaction ids are given at a transaction's start,
+  not its commit, so they are not commit order: when the event has ``source.sequence``
+  (``["lastCommitLsn", "lsn"]``, Debezium 1.4 and later) the transaction is ordered by
+  ``lastCommitLsn``, the LSN of the commit before it, which every event of a transaction
+  shares and which grows with each commit (the logical decoding stream delivers whole
+  transactions in commit order). Without ``sequence`` transactions are ordered by ``txId``, which
+  is the commit order only for transactions that do not overlap in time; the smallest ``lsn``
+  of a transaction would not be better (changes of concurrent transactions interleave in the
+  WAL) and cannot be known from one line. The change in a transaction: ``lsn``.
+* MySQL: with ``gtid`` the transaction is its GTID (``uuid:N``, ordered by server and N). Without
+  it, nothing on a line names its transaction: each binlog event (``file``, ``pos``) is taken as
+  a transaction of its own (still in binlog order, i.e. commit order; a transaction of several
+  statements is split). The change: ``file`` (its numeric suffix), ``pos``, ``row``.
+
+Within one source position a delete comes before a create (a key change: SQL Server gives
+them ``event_serial_no`` 1 and 2; PostgreSQL and MySQL one ``lsn`` / ``pos``+``row``). An event
+delivered twice (at-least-once) has the same position, operation and images: the conversion
+drops it and counts it.
+
+**Transaction metadata.** An ``END`` event (``{"status": "END", "id", "event_count"}``) announces
+its transaction's number of data events, checked once duplicates are dropped (tombstones do
+not count). The id is matched to the transaction as the data events name it: SQL Server's id is
+the commit LSN, MySQL's the GTID. PostgreSQL's id is ``txId:lsn`` with an LSN that differs
+between BEGIN and END and cannot give ``lastCommitLsn``: END events of PostgreSQL are read
+(checked to be well formed) but their counts are not checked. BEGIN events are skipped.
+
+**Key changes.** Debezium delivers a change of a row's key as a delete and a create at one
+source position (SQL Server also writes a tombstone between them). They are applied as
+delivered; with ``Options.fold_key_changes`` (``--fold-key-changes``) such a pair is folded into
+one update (before: the delete's, after: the create's), which is how a replication
+distributor delivers a key update and what raises error 20598 when streams race.
+
+**Values.** With the schema envelope each field is read by its schema: ``io.debezium.time.Date``
+(days since 1970-01-01), ``Timestamp`` (ms), ``MicroTimestamp`` (µs), ``NanoTimestamp`` (ns),
+``ZonedTimestamp`` (ISO text), ``Time`` (ms), ``MicroTime`` (µs), ``NanoTime`` (ns), ``ZonedTime``,
+Kafka Connect's ``Date``/``Time``/``Timestamp``, ``Decimal`` (base64 of the big-endian two's
+complement unscaled value, ``parameters.scale``), ``VariableScaleDecimal`` (``{"scale",
+"value"}``), ``bytes`` (base64), ``Bits``, and text types (``Uuid``, ``Json``, ``Xml``, ``Enum``).
+Without the schema a value is read by its article column's kind:
+
+* dates: a number of days since 1970-01-01, or ISO text;
+* datetimes: ISO text, or an integer since 1970-01-01 whose magnitude gives its unit: below
+  10^14 milliseconds, below 10^17 microseconds, otherwise nanoseconds. Microsecond and
+  nanosecond values within about 3 years of 1970 (between 1966-10 and 1973-03) are misread;
+  the schema envelope has no such ambiguity;
+* times: ISO text, or an integer whose unit is the one Debezium's adaptive time precision
+  gives the column's SQL Server type: time(0..3) milliseconds, time(4..6) microseconds, time(7)
+  nanoseconds (a time of day's magnitude says nothing about its unit);
+* decimals: a number, a decimal text (``decimal.handling.mode=string``), ``{"scale","value"}``,
+  or base64 of the unscaled value (``precise``, the default) scaled by the column's scale. A text
+  that reads as a decimal number is taken as one: base64 that is only digits (``"1234"``) is
+  read as the number 1234. Use the envelope or ``decimal.handling.mode=string`` to avoid this;
+* bytes: base64 text; everything else as JSON gives it.
+
+**Speed.** With the envelope most of a line is its schema, the same for every event of a table:
+the text before ``"payload"`` is remembered with the decoders built from it, and a line that
+starts with a known one has only its payload parsed.
+
+Errors name file:line and the field (``payload.source.commit_lsn``, ``payload.after.email``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import decimal
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from applier.articles import Article, Column
+from applier.errors import InputError
+from applier.sources.formats import Change, Expect, Format, Item
+from applier.values import ValueError_, encoder, key_text
+
+Decoder = Callable[[Any], Any]
+
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_DATE = dt.date(1970, 1, 1)
+_DECIMAL_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_HEX_LSN = re.compile(r"[0-9A-Fa-f]+(?::[0-9A-Fa-f]+)+")
+_GTID = re.compile(
+    r"([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}):(\d+)(?:-\d+)?"
+)
+_PG_TXID = re.compile(r"(\d+)(?::\d+)?")
+_DECODE = json.JSONDecoder()
+_MAX_PREFIXES = 64
+
+
+class _Bad(Exception):
+    """A value that cannot be read; the message says why."""
+
+
+# -- values ----------------------------------------------------------------------------------
+def _unscaled(text: Any, scale: int) -> decimal.Decimal:
+    if not isinstance(text, str):
+        raise _Bad(f"expected base64 of a decimal's unscaled value, got {_shown(text)}")
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise _Bad(f"expected a decimal (a number, decimal text or base64), got {_shown(text)}") from None
+    return decimal.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-scale)
+
+
+def _decimal(v: Any, scale: int) -> Any:
+    if isinstance(v, str):
+        if _DECIMAL_TEXT.fullmatch(v):
+            return decimal.Decimal(v)
+        return _unscaled(v, scale)
+    if isinstance(v, dict):
+        return _variable_decimal(v)
+    if isinstance(v, float):
+        return decimal.Decimal(repr(v))
+    return v
+
+
+def _any_decimal(v: Any) -> Any:
+    return _variable_decimal(v) if isinstance(v, dict) else _decimal(v, 0)
+
+
+def _variable_decimal(v: Any) -> decimal.Decimal:
+    if not isinstance(v, dict) or "value" not in v:
+        raise _Bad(f"expected a VariableScaleDecimal {{scale, value}}, got {_shown(v)}")
+    scale = v.get("scale")
+    if isinstance(scale, bool) or not isinstance(scale, int):
+        raise _Bad(f"VariableScaleDecimal scale must be an integer, got {_shown(scale)}")
+    return _unscaled(v["value"], scale)
+
+
+def _bytes(v: Any) -> Any:
+    if not isinstance(v, str):
+        return v
+    try:
+        return base64.b64decode(v, validate=True)
+    except (binascii.Error, ValueError):
+        raise _Bad(f"expected base64 text, got {_shown(v)}") from None
+
+
+def _date(v: Any) -> Any:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return _EPOCH_DATE + dt.timedelta(days=v)
+    if isinstance(v, str):
+        try:
+            return (
+                dt.date.fromisoformat(v[:10]) if len(v) > 10 and v[10] in "T " else dt.date.fromisoformat(v)
+            )
+        except ValueError:
+            raise _Bad(f"expected a date (days since 1970-01-01 or ISO text), got {_shown(v)}") from None
+    return v
+
+
+def _since_epoch(v: int, unit: str) -> dt.datetime:
+    if unit == "ms":
+        return _EPOCH + dt.timedelta(milliseconds=v)
+    if unit == "us":
+        return _EPOCH + dt.timedelta(microseconds=v)
+    return _EPOCH + dt.timedelta(microseconds=v // 1000)
+
+
+def _unit_by_magnitude(v: int) -> str:
+    a = abs(v)
+    return "ms" if a < 10**14 else "us" if a < 10**17 else "ns"
+
+
+def _datetime(unit: str | None) -> Decoder:
+    def dec(v: Any) -> Any:
+        if isinstance(v, int) and not isinstance(v, bool):
+            return _since_epoch(v, unit or _unit_by_magnitude(v))
+        if isinstance(v, str):
+            try:
+                return dt.datetime.fromisoformat(v)
+            except ValueError:
+                raise _Bad(
+                    f"expected a datetime (ISO text or a number since 1970), got {_shown(v)}"
+                ) from None
+        return v
+
+    return dec
+
+
+def _time(unit: str) -> Decoder:
+    def dec(v: Any) -> Any:
+        if isinstance(v, int) and not isinstance(v, bool):
+            us = v * 1000 if unit == "ms" else v if unit == "us" else v // 1000
+            if not 0 <= us < 86_400_000_000:
+                raise _Bad(f"a time of day in {unit} must be 0..24h, got {v}")
+            return (_EPOCH + dt.timedelta(microseconds=us)).time()
+        if isinstance(v, str):
+            try:
+                t = dt.time.fromisoformat(v[:-1] if v.endswith("Z") else v)
+            except ValueError:
+                raise _Bad(f"expected a time (ISO text or a number), got {_shown(v)}") from None
+            return t.replace(tzinfo=None)
+        return v
+
+    return dec
+
+
+def _bits(col: Column) -> Decoder:
+    def dec(v: Any) -> Any:
+        raw = _bytes(v)
+        if not isinstance(raw, bytes):
+            return raw
+        if col.type.kind == "bool":
+            return any(raw)
+        if col.type.kind == "int":
+            return int.from_bytes(raw, "little")
+        return raw
+
+    return dec
+
+
+def _same(v: Any) -> Any:
+    return v
+
+
+def _time_unit(col: Column) -> str:
+    """Debezium's adaptive time precision for SQL Server's time(p)."""
+    p = col.type.precision if col.type.precision is not None else 7
+    return "ms" if p <= 3 else "us" if p <= 6 else "ns"
+
+
+def kind_decoder(col: Column) -> Decoder:
+    """A JSON value without its schema -> the Python value for ``encode``, by the column's kind."""
+    kind = col.type.kind
+    if kind == "decimal":
+        scale = col.type.scale or 0
+        return lambda v: _decimal(v, scale)
+    if kind == "bytes":
+        return _bytes
+    if kind == "date":
+        return _date
+    if kind in ("datetime", "datetimeoffset"):
+        return _datetime(None)
+    if kind == "time":
+        return _time(_time_unit(col))
+    if kind == "float":
+        return lambda v: decimal.Decimal(v) if isinstance(v, str) else v
+    return _same
+
+
+_SCHEMA_NAMES: dict[str, Callable[[Column, Mapping[str, Any]], Decoder]] = {
+    "io.debezium.time.Date": lambda c, p: _date,
+    "org.apache.kafka.connect.data.Date": lambda c, p: _date,
+    "io.debezium.time.Timestamp": lambda c, p: _datetime("ms"),
+    "org.apache.kafka.connect.data.Timestamp": lambda c, p: _datetime("ms"),
+    "io.debezium.time.MicroTimestamp": lambda c, p: _datetime("us"),
+    "io.debezium.time.NanoTimestamp": lambda c, p: _datetime("ns"),
+    "io.debezium.time.ZonedTimestamp": lambda c, p: _datetime(None),
+    "io.debezium.time.Time": lambda c, p: _time("ms"),
+    "org.apache.kafka.connect.data.Time": lambda c, p: _time("ms"),
+    "io.debezium.time.MicroTime": lambda c, p: _time("us"),
+    "io.debezium.time.NanoTime": lambda c, p: _time("ns"),
+    "io.debezium.time.ZonedTime": lambda c, p: _time("us"),
+    "org.apache.kafka.connect.data.Decimal": lambda c, p: _connect_decimal(p),
+    "io.debezium.data.VariableScaleDecimal": lambda c, p: _any_decimal,
+    "io.debezium.data.Bits": lambda c, p: _bits(c),
+    "io.debezium.data.Uuid": lambda c, p: _same,
+    "io.debezium.data.Json": lambda c, p: _same,
+    "io.debezium.data.Xml": lambda c, p: _same,
+    "io.debezium.data.Enum": lambda c, p: _same,
+    "io.debezium.data.EnumSet": lambda c, p: _same,
+    "io.debezium.time.Year": lambda c, p: _same,
+}
+
+
+def _connect_decimal(params: Mapping[str, Any]) -> Decoder:
+    try:
+        scale = int(params.get("scale", 0))
+    except (TypeError, ValueError):
+        scale = 0
+
+    def dec(v: Any) -> Any:
+        if isinstance(v, str) and not _DECIMAL_TEXT.fullmatch(v):
+            return _unscaled(v, scale)
+        return _decimal(v, scale)
+
+    return dec
+
+
+def schema_decoder(col: Column, field_schema: Mapping[str, Any] | None) -> Decoder:
+    """A JSON value with its Kafka Connect field schema -> the Python value for ``encode``."""
+    if field_schema is None:
+        return kind_decoder(col)
+    name = field_schema.get("name")
+    if isinstance(name, str) and name in _SCHEMA_NAMES:
+        params = field_schema.get("parameters")
+        return _SCHEMA_NAMES[name](col, params if isinstance(params, Mapping) else {})
+    if field_schema.get("type") == "bytes":
+        if col.type.kind == "decimal":
+            scale = col.type.scale or 0
+            return lambda v: _unscaled(v, scale)
+        return _bytes
+    return kind_decoder(col)
+
+
+def _shown(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# -- images ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Image:
+    """How the images of one article are read (with one schema, or without): JSON field ->
+    (column, decoder + canonical encoder)."""
+
+    article: Article
+    fields: Mapping[str, tuple[Column, Decoder, Callable[[Any], Any]]]
+
+    def read(self, raw: Any, where: str, place: str, *, before: bool) -> dict[str, Any]:
+        if not isinstance(raw, dict):
+            raise InputError(f"{place}: {where}: expected an object of column values, got {_shown(raw)}")
+        out: dict[str, Any] = {}
+        fields = self.fields
+        for name, v in raw.items():
+            f = fields.get(name)
+            if f is None:
+                f = self._fold(name)
+                if f is None:
+                    raise InputError(
+                        f"{place}: {where}.{name}: not a column of article {self.article.name} "
+                        f"(columns: {', '.join(self.article.column_names)})"
+                    )
+            col, dec, enc = f
+            if v is None:
+                if not col.nullable:
+                    if before:
+                        continue  # a partial before image (PostgreSQL's default replica identity)
+                    raise InputError(f"{place}: {where}.{name}: NULL in NOT NULL column {col.name!r}")
+                out[col.name] = None
+                continue
+            try:
+                out[col.name] = enc(dec(v))
+            except (_Bad, ValueError_) as e:
+                raise InputError(f"{place}: {where}.{name}: {e}") from None
+            except (OverflowError, ValueError, TypeError, decimal.InvalidOperation) as e:
+                raise InputError(
+                    f"{place}: {where}.{name}: column {col.name!r} ({col.type}): cannot read {_shown(v)}: {e}"
+                ) from None
+        return out
+
+    def _fold(self, name: str) -> tuple[Column, Decoder, Callable[[Any], Any]] | None:
+        low = name.lower()
+        found = [f for k, f in self.fields.items() if k.lower() == low]
+        return found[0] if len(found) == 1 else None
+
+
+def make_image(article: Article, schemas: Mapping[str, Mapping[str, Any]] | None) -> _Image:
+    """Readers of an article's columns: by the field schemas given (name -> schema), else by kind."""
+    fields: dict[str, tuple[Column, Decoder, Callable[[Any], Any]]] = {}
+    for col in article.replicated:
+        fs = None
+        if schemas is not None:
+            fs = schemas.get(col.name)
+            if fs is None:
+                low = col.name.lower()
+                fs = next((s for k, s in schemas.items() if k.lower() == low), None)
+        fields[col.name] = (col, schema_decoder(col, fs), encoder(col))
+    return _Image(article, fields)
+
+
+def _value_fields(schema: Any) -> dict[str, dict[str, Any]] | None:
+    """The envelope schema -> {column: field schema} of its before/after struct (None: none)."""
+    if not isinstance(schema, dict):
+        return None
+    out: dict[str, dict[str, Any]] = {}
+    for f in schema.get("fields") or ():
+        if isinstance(f, dict) and f.get("field") in ("before", "after"):
+            for c in f.get("fields") or ():
+                if isinstance(c, dict) and isinstance(c.get("field"), str):
+                    out.setdefault(c["field"], c)
+    return out or None
+
+
+# -- positions -------------------------------------------------------------------------------
+def _lsn(text: Any, field: str, place: str) -> tuple[int, ...]:
+    if isinstance(text, str) and _HEX_LSN.fullmatch(text):
+        return tuple(int(p, 16) for p in text.split(":"))
+    raise InputError(f"{place}: {field}: expected an LSN (hex parts joined by ':'), got {_shown(text)}")
+
+
+def _int(v: Any, field: str, place: str) -> int:
+    if isinstance(v, bool):
+        raise InputError(f"{place}: {field}: expected an integer, got {_shown(v)}")
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        return int(v)
+    got = "missing" if v is None else f"expected an integer, got {_shown(v)}"
+    raise InputError(f"{place}: {field}: {got}")
+
+
+def _binlog_number(v: Any, field: str, place: str) -> int:
+    if isinstance(v, str):
+        tail = v.rsplit(".", 1)[-1]
+        if tail.isdigit():
+            return int(tail)
+    got = "missing" if v is None else f"expected a binlog file name (name.000123), got {_shown(v)}"
+    raise InputError(f"{place}: {field}: {got}")
+
+
+def _expected_tx(tid: str) -> tuple[Any, ...] | None:
+    """A transaction id of an END event -> the transaction key its data events have (None: not
+    known from the id alone: PostgreSQL's)."""
+    m = _GTID.fullmatch(tid)
+    if m:
+        return (m.group(1).lower(), int(m.group(2)), 0, 0)
+    if _HEX_LSN.fullmatch(tid) and tid.count(":") >= 2:
+        return tuple(int(p, 16) for p in tid.split(":"))
+    return None
+
+
+# -- the format ------------------------------------------------------------------------------
+class DebeziumFormat(Format):
+    name: ClassVar[str] = "debezium"
+    positional: ClassVar[bool | None] = False
+    dedup: ClassVar[bool] = True
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_cache", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    @property
+    def _caches(self) -> dict[str, Any]:
+        c: dict[str, Any] | None = self.__dict__.get("_cache")
+        if c is None:
+            c = {"prefixes": [], "images": {}}
+            self.__dict__["_cache"] = c
+        return c
+
+    # -- reading a line --------------------------------------------------------------------
+    def _load(self, text: str, place: str) -> tuple[Any, Any, str]:
+        """A line -> (payload or None for a tombstone, schema key, field prefix)."""
+        line = text.strip()
+        prefixes: list[tuple[str, Any]] = self._caches["prefixes"]
+        for i, (prefix, key) in enumerate(prefixes):
+            if line.startswith(prefix):
+                try:
+                    payload, end = _DECODE.raw_decode(line, len(prefix))
+                except json.JSONDecodeError:
+                    break
+                if line[end:].strip() == "}":
+                    if i:
+                        prefixes.insert(0, prefixes.pop(i))
+                    return payload, key, "payload."
+                break
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            if "\t" in line:  # key<TAB>value from a console consumer
+                return self._load(line.split("\t", 1)[1], place)
+            raise InputError(f"{place}: malformed JSON: {e.msg} at column {e.colno}") from None
+        if obj is None:
+            return None, None, ""
+        if not isinstance(obj, dict):
+            raise InputError(f"{place}: expected a JSON object (a Debezium event), got {_shown(obj)}")
+        if "payload" in obj and set(obj) <= {"schema", "payload"}:
+            schema = obj.get("schema")
+            key = self._remember(line, schema) if isinstance(schema, dict) else None
+            return obj["payload"], key, "payload."
+        return obj, None, ""
+
+    def _remember(self, line: str, schema: dict[str, Any]) -> Any:
+        """The schema's key for image readers; the line's text before the payload remembered so
+        that the next line with this schema skips parsing it."""
+        fields = _value_fields(schema)
+        key = json.dumps(fields, sort_keys=True) if fields is not None else None
+        self._caches["images"].setdefault(("schema", key), fields)
+        head = '{"schema":'
+        if line.startswith(head):
+            try:
+                _, end = _DECODE.raw_decode(line, len(head))
+            except json.JSONDecodeError:
+                return key
+            m = re.compile(r'\s*,\s*"payload"\s*:\s*').match(line, end)
+            if m:
+                prefixes: list[tuple[str, Any]] = self._caches["prefixes"]
+                prefixes.insert(0, (line[: m.end()], key))
+                del prefixes[_MAX_PREFIXES:]
+        return key
+
+    def _image(self, article: Article, key: Any) -> _Image:
+        images: dict[Any, Any] = self._caches["images"]
+        got: _Image | None = images.get((article.name, key))
+        if got is None:
+            got = make_image(article, images.get(("schema", key)) if key is not None else None)
+            images[(article.name, key)] = got
+        return got
+
+    def parse(self, text: str, place: str) -> Iterator[Item]:
+        payload, key, at = self._load(text, place)
+        if payload is None or payload == {}:
+            return  # a tombstone
+        if not isinstance(payload, dict):
+            raise InputError(f"{place}: {at or 'the event'}: expected an object, got {_shown(payload)}")
+        op = payload.get("op")
+        if op is None:
+            status = payload.get("status")
+            if status is not None:
+                yield from self._boundary(payload, status, at, place)
+                return
+            if set(payload) <= {"ts_ms", "ts_us", "ts_ns"}:
+                return  # a heartbeat
+            if "ddl" in payload or "tableChanges" in payload:
+                raise InputError(
+                    f"{place}: {at}ddl: a schema change event; applier reads row changes only "
+                    "(leave the schema history topic out of the capture)"
+                )
+            raise InputError(f"{place}: {at}op: missing (not a Debezium change event)")
+        if op == "m":
+            return  # a logical decoding message: no row changes
+        if op not in ("c", "r", "u", "d"):
+            what = "a truncate: applier has no truncate operation" if op == "t" else "unknown operation"
+            raise InputError(f"{place}: {at}op: {_shown(op)} is {what} (c, r, u or d)")
+        src = payload.get("source")
+        if not isinstance(src, dict):
+            got = "missing" if src is None else f"expected an object, got {_shown(src)}"
+            raise InputError(f"{place}: {at}source: {got}")
+        table = src.get("table")
+        if not isinstance(table, str):
+            got = "missing" if table is None else f"expected a table name, got {_shown(table)}"
+            raise InputError(f"{place}: {at}source.table: {got}")
+        schema = src.get("schema")
+        if not isinstance(schema, str):
+            schema = src.get("db") if isinstance(src.get("db"), str) else None
+        article = self.article(schema, table, place)
+        image = self._image(article, key)
+        before = after = None
+        if op in ("u", "d"):
+            raw = payload.get("before")
+            if raw is not None:
+                before = image.read(raw, f"{at}before", place, before=True)
+            elif op == "d":
+                raise InputError(
+                    f"{place}: {at}before: missing (a delete needs the row's key; PostgreSQL: "
+                    "REPLICA IDENTITY DEFAULT or FULL)"
+                )
+        if op != "d":
+            raw = payload.get("after")
+            if raw is None:
+                raise InputError(f"{place}: {at}after: missing (op {op!r} needs the new row)")
+            after = image.read(raw, f"{at}after", place, before=False)
+            if op == "u" and before is None:
+                before = {k: after.get(k) for k in article.key}
+        tx, position, source = self._position(src, payload, op, at, place)
+        snap = (
+            key_text(article, after) if op == "r" and after is not None and _has_key(article, after) else ""
+        )
+        rank = 0 if op == "d" else 1
+        yield Change(
+            article.name,
+            "I" if op in ("c", "r") else "U" if op == "u" else "D",
+            before,
+            after,
+            tx,
+            (*position, rank, snap),
+            source,
+            place,
+        )
+
+    def _boundary(self, payload: dict[str, Any], status: Any, at: str, place: str) -> Iterator[Item]:
+        if status == "BEGIN":
+            return
+        if status != "END":
+            raise InputError(f"{place}: {at}status: expected BEGIN or END, got {_shown(status)}")
+        tid = payload.get("id")
+        if not isinstance(tid, str):
+            got = "missing" if tid is None else f"expected the transaction id as text, got {_shown(tid)}"
+            raise InputError(f"{place}: {at}id: {got}")
+        count = payload.get("event_count")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            got = "missing" if count is None else f"expected a number of events, got {_shown(count)}"
+            raise InputError(f"{place}: {at}event_count: {got}")
+        tx = _expected_tx(tid)
+        if tx is None:
+            if not _PG_TXID.fullmatch(tid):
+                raise InputError(
+                    f"{place}: {at}id: {_shown(tid)} is no transaction id applier knows "
+                    "(an LSN, a GTID or PostgreSQL's txId:lsn)"
+                )
+            return  # PostgreSQL: see the module's docstring
+        yield Expect(tx, count, place)
+
+    def _position(
+        self, src: dict[str, Any], payload: dict[str, Any], op: str, at: str, place: str
+    ) -> tuple[tuple[Any, ...], tuple[Any, ...], str]:
+        """(transaction, position in it without rank and key, source text) by the connector."""
+        connector = src.get("connector")
+        s = f"{at}source."
+        if connector in ("sqlserver", "db2") or "commit_lsn" in src:
+            commit_text = src.get("commit_lsn")
+            if commit_text is None:
+                raise InputError(f"{place}: {s}commit_lsn: missing")
+            commit = _lsn(commit_text, f"{s}commit_lsn", place)
+            change_text = src.get("change_lsn")
+            if change_text is None and op != "r":
+                raise InputError(f"{place}: {s}change_lsn: missing")
+            change = (
+                _lsn(change_text, f"{s}change_lsn", place) if change_text is not None else (0,) * len(commit)
+            )
+            serial_raw = src.get("event_serial_no")
+            serial = _int(serial_raw, f"{s}event_serial_no", place) if serial_raw is not None else 0
+            text = f"commit_lsn {commit_text} change_lsn {change_text} event_serial_no {serial_raw}"
+            return commit, (*change, serial), text
+        if connector == "postgresql" or ("txId" in src and "lsn" in src):
+            txid = _int(src.get("txId"), f"{s}txId", place)
+            lsn = _int(src.get("lsn"), f"{s}lsn", place)
+            last_commit = 0
+            seq = src.get("sequence")
+            if seq is not None:
+                try:
+                    parts = json.loads(seq) if isinstance(seq, str) else seq
+                    first = parts[0]
+                    last_commit = 0 if first is None else int(first)
+                except (ValueError, TypeError, IndexError, KeyError):
+                    raise InputError(
+                        f'{place}: {s}sequence: expected ["lastCommitLsn","lsn"], got {_shown(seq)}'
+                    ) from None
+            return (last_commit, txid), (lsn, 0), f"txId {txid} lsn {lsn}"
+        if connector == "mysql" or "file" in src:
+            fnum = _binlog_number(src.get("file"), f"{s}file", place)
+            pos = _int(src.get("pos"), f"{s}pos", place)
+            row_raw = src.get("row")
+            row = _int(row_raw, f"{s}row", place) if row_raw is not None else 0
+            gtid = src.get("gtid")
+            text = f"{src.get('file')}:{pos} row {row}"
+            if gtid is not None:
+                m = _GTID.fullmatch(gtid) if isinstance(gtid, str) else None
+                if m is None:
+                    raise InputError(f"{place}: {s}gtid: expected server_uuid:N, got {_shown(gtid)}")
+                return (m.group(1).lower(), int(m.group(2)), 0, 0), (fnum, pos, row, 0), f"{text} gtid {gtid}"
+            return ("", 0, fnum, pos), (fnum, pos, row, 0), text
+        raise InputError(
+            f"{place}: {s}: no source position applier knows (SQL Server commit_lsn/change_lsn, "
+            f"PostgreSQL txId/lsn, MySQL file/pos; connector {_shown(connector)})"
+        )
+
+    # -- a transaction ---------------------------------------------------------------------
+    def combine(self, changes: list[Change]) -> list[Change]:
+        """With ``fold_key_changes``: a delete followed by a create of the same article at the
+        same source position (a key change) -> one update."""
+        if not self.options.fold_key_changes:
+            return changes
+        out: list[Change] = []
+        i = 0
+        n = len(changes)
+        while i < n:
+            c = changes[i]
+            if i + 1 < n and c.op == "D" and not c.pos[-1]:
+                nxt = changes[i + 1]
+                if (
+                    nxt.op == "I"
+                    and nxt.article == c.article
+                    and nxt.pos[:-3] == c.pos[:-3]
+                    and not nxt.pos[-1]
+                ):
+                    out.append(
+                        Change(
+                            c.article,
+                            "U",
+                            c.before,
+                            nxt.after,
+                            c.tx,
+                            c.pos,
+                            f"{c.source} + {nxt.source} (key change folded)",
+                            c.place,
+                        )
+                    )
+                    i += 2
+                    continue
+            out.append(c)
+            i += 1
+        return out
+
+
+def _has_key(article: Article, image: Mapping[str, Any]) -> bool:
+    return all(image.get(k) is not None for k in article.key)
+
+
+FORMATS: dict[str, type[Format]] = {"debezium": DebeziumFormat}
