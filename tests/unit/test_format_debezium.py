@@ -445,7 +445,7 @@ def test_value_not_fitting_its_column_names_the_field() -> None:
     extra = lines_of("sqlserver_doc_customers.bare.jsonl")[0].replace('"id": 1005', '"id": 1005, "age": 3')
     _bad([extra], r"^cap\.jsonl:1: after\.age: not a column of article dbo\.customers")
     bad_date = json.dumps(_event({"id": 1, "d": "not a date"}))
-    _bad([bad_date], r"^cap\.jsonl:1: after\.d: expected a date", typed())
+    _bad([bad_date], r"^cap\.jsonl:1: after\.d: column 'd' \(date\): expected a date", typed())
 
 
 def test_unsupported_events_are_refused() -> None:

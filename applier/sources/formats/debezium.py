@@ -236,6 +236,14 @@ def _bits(col: Column) -> Decoder:
     return dec
 
 
+def _float(v: Any) -> Any:
+    if isinstance(v, str):
+        if not _DECIMAL_TEXT.fullmatch(v):
+            raise _Bad(f"expected a number, got {_shown(v)}")
+        return decimal.Decimal(v)
+    return v
+
+
 def _same(v: Any) -> Any:
     return v
 
@@ -261,7 +269,7 @@ def kind_decoder(col: Column) -> Decoder:
     if kind == "time":
         return _time(_time_unit(col))
     if kind == "float":
-        return lambda v: decimal.Decimal(v) if isinstance(v, str) else v
+        return _float
     return _same
 
 
@@ -358,8 +366,10 @@ class _Image:
                 continue
             try:
                 out[col.name] = enc(dec(v))
-            except (_Bad, ValueError_) as e:
+            except ValueError_ as e:
                 raise InputError(f"{place}: {where}.{name}: {e}") from None
+            except _Bad as e:
+                raise InputError(f"{place}: {where}.{name}: column {col.name!r} ({col.type}): {e}") from None
             except (OverflowError, ValueError, TypeError, decimal.InvalidOperation) as e:
                 raise InputError(
                     f"{place}: {where}.{name}: column {col.name!r} ({col.type}): cannot read {_shown(v)}: {e}"
