@@ -20,6 +20,7 @@ is left out and why.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -86,6 +87,7 @@ class _Reader:
         self.order: list[str] = []
         self.aliases: dict[str, Alias] = {}
         self.problems: list[str] = []
+        self.elsewhere: list[tuple[str, str]] = []  # (table, problem): about a table not created here
         self.notes: list[str] = []
         self.glot = Dialect.get_or_raise(dialect)
 
@@ -215,6 +217,9 @@ class _Reader:
         """The statement parsed (T-SQL options blanked first); None with a problem."""
         raw = self.text[st.start : st.tokens[-1].end + 1]
         sql = _tsql_normalized(raw, st.tokens, st.start) if self.dialect == "tsql" else raw
+        quiet = logging.getLogger("sqlglot")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)  # its "falling back to a Command" warning: we say it better
         try:
             tree = sqlglot.parse_one(sql, read=self.dialect, error_level=sqlglot.ErrorLevel.RAISE)
         except ParseError as e:
@@ -223,6 +228,8 @@ class _Reader:
             desc = err.get("description") or _first_line(str(e))
             self.problem(line, f"cannot read {what}: {desc} (near {_near(sql, err)!r})")
             return None
+        finally:
+            quiet.setLevel(level)
         if isinstance(tree, exp.Command):
             self.problem(st.line, f"cannot read {what}: syntax sqlglot does not know ({_short(raw)})")
             return None
@@ -483,9 +490,8 @@ class _Reader:
         s, name = self.table_name(tree.this, schema)
         t = self.find(s, name)
         if t is None:
-            self.problem(
-                st.line, f"{what}: table {s}.{name} is not created in the script: statement passed over"
-            )
+            message = f"{self.at(st.line)}: {what}: table {s}.{name} is not created in the script"
+            self.elsewhere.append((f"{s}.{name}", message + ": statement passed over"))
             return
         sql: str = tree.meta["sql"]
         tokens = self.glot.tokenize(sql)
@@ -568,7 +574,9 @@ class _Reader:
     # -- the catalog -------------------------------------------------------------------
     def catalog(self, wanted: Sequence[str] | None) -> Catalog:
         tables = [self.tables[k] for k in self.order]
-        return build_catalog(tables, self.source, wanted, self.problems, self.notes, fold=self.fold)
+        asked = None if wanted is None else {w.lower() for w in wanted}
+        problems = self.problems + [m for t, m in self.elsewhere if asked is None or t.lower() in asked]
+        return build_catalog(tables, self.source, wanted, problems, self.notes, fold=self.fold)
 
 
 def read_ddl(text: str, dialect: str, source: str = "<ddl>", tables: Sequence[str] | None = None) -> Catalog:

@@ -8,12 +8,13 @@ could not be carried is written at the top as comments, so the file says what it
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from applier.articles import Article
 from applier.catalog.model import Catalog
-from applier.config import article_to_dict, parse_config
+from applier.config import Config, article_to_dict, check_config, parse_config
 from applier.errors import ConfigError
 
 
@@ -89,3 +90,16 @@ def write_articles(catalog: Catalog, path: str | Path, source: str = "") -> Path
     p = Path(path)
     p.write_text(articles_toml(catalog, source), encoding="utf-8")
     return p
+
+
+def with_ddl_articles(
+    config: Config, path: str | Path, dialect: str, tables: Sequence[str] | None = None
+) -> tuple[Config, Catalog]:
+    """``config`` with the articles of a DDL script instead of its own (``applier run --ddl``),
+    checked as a file would be; and the catalog, whose problems the caller shows."""
+    from applier.catalog.ddl import read_ddl_file
+
+    catalog = read_ddl_file(str(path), dialect, tables)
+    if not catalog.articles:
+        raise ConfigError("\n".join([f"{path}: no article (every table was skipped)", *catalog.problems]))
+    return check_config(config.replace(articles=catalog.articles)), catalog
