@@ -189,6 +189,10 @@ def _unit_by_magnitude(v: int) -> str:
 
 
 def _datetime(unit: str | None) -> Decoder:
+    return _DATETIMES[unit]
+
+
+def _make_datetime(unit: str | None) -> Decoder:
     def dec(v: Any) -> Any:
         if isinstance(v, int) and not isinstance(v, bool):
             return _since_epoch(v, unit or _unit_by_magnitude(v))
@@ -205,6 +209,10 @@ def _datetime(unit: str | None) -> Decoder:
 
 
 def _time(unit: str) -> Decoder:
+    return _TIMES[unit]
+
+
+def _make_time(unit: str) -> Decoder:
     def dec(v: Any) -> Any:
         if isinstance(v, int) and not isinstance(v, bool):
             us = v * 1000 if unit == "ms" else v if unit == "us" else v // 1000
@@ -220,6 +228,48 @@ def _time(unit: str) -> Decoder:
         return v
 
     return dec
+
+
+_DATETIMES: dict[str | None, Decoder] = {u: _make_datetime(u) for u in (None, "ms", "us", "ns")}
+_TIMES: dict[str, Decoder] = {u: _make_time(u) for u in ("ms", "us", "ns")}
+_UNIT_US = {"ms": 1000, "us": 1}
+
+
+def converter(col: Column, dec: Decoder) -> Callable[[Any], Any]:
+    """decoder + canonical encoder of one column, with short paths for the common Debezium
+    encodings (same results as ``encode(col, dec(v))``)."""
+    kind = col.type.kind
+    enc = encoder(col)
+    if kind == "bool":
+
+        def conv_bool(v: Any) -> Any:
+            return v if type(v) is bool else enc(dec(v))
+
+        return conv_bool
+    if dec is _date and kind == "date":
+
+        def conv_date(v: Any) -> Any:
+            if type(v) is int:
+                return (_EPOCH_DATE + dt.timedelta(days=v)).isoformat()
+            return enc(dec(v))
+
+        return conv_date
+    for unit, us in _UNIT_US.items():
+        if dec is _DATETIMES[unit] and kind == "datetime":
+
+            def conv_datetime(v: Any, us: int = us) -> Any:
+                if type(v) is int:
+                    return (_EPOCH + dt.timedelta(microseconds=v * us)).isoformat(timespec="microseconds")
+                return enc(dec(v))
+
+            return conv_datetime
+    if dec is _same:
+        return enc
+
+    def conv(v: Any) -> Any:
+        return enc(dec(v))
+
+    return conv
 
 
 def _bits(col: Column) -> Decoder:
@@ -340,7 +390,7 @@ class _Image:
     (column, decoder + canonical encoder)."""
 
     article: Article
-    fields: Mapping[str, tuple[Column, Decoder, Callable[[Any], Any]]]
+    fields: Mapping[str, tuple[Column, Callable[[Any], Any]]]
 
     def read(self, raw: Any, where: str, place: str, *, before: bool) -> dict[str, Any]:
         if not isinstance(raw, dict):
@@ -356,7 +406,7 @@ class _Image:
                         f"{place}: {where}.{name}: not a column of article {self.article.name} "
                         f"(columns: {', '.join(self.article.column_names)})"
                     )
-            col, dec, enc = f
+            col, conv = f
             if v is None:
                 if not col.nullable:
                     if before:
@@ -365,7 +415,7 @@ class _Image:
                 out[col.name] = None
                 continue
             try:
-                out[col.name] = enc(dec(v))
+                out[col.name] = conv(v)
             except ValueError_ as e:
                 raise InputError(f"{place}: {where}.{name}: {e}") from None
             except _Bad as e:
@@ -376,7 +426,7 @@ class _Image:
                 ) from None
         return out
 
-    def _fold(self, name: str) -> tuple[Column, Decoder, Callable[[Any], Any]] | None:
+    def _fold(self, name: str) -> tuple[Column, Callable[[Any], Any]] | None:
         low = name.lower()
         found = [f for k, f in self.fields.items() if k.lower() == low]
         return found[0] if len(found) == 1 else None
@@ -384,7 +434,7 @@ class _Image:
 
 def make_image(article: Article, schemas: Mapping[str, Mapping[str, Any]] | None) -> _Image:
     """Readers of an article's columns: by the field schemas given (name -> schema), else by kind."""
-    fields: dict[str, tuple[Column, Decoder, Callable[[Any], Any]]] = {}
+    fields: dict[str, tuple[Column, Callable[[Any], Any]]] = {}
     for col in article.replicated:
         fs = None
         if schemas is not None:
@@ -392,7 +442,7 @@ def make_image(article: Article, schemas: Mapping[str, Mapping[str, Any]] | None
             if fs is None:
                 low = col.name.lower()
                 fs = next((s for k, s in schemas.items() if k.lower() == low), None)
-        fields[col.name] = (col, schema_decoder(col, fs), encoder(col))
+        fields[col.name] = (col, converter(col, schema_decoder(col, fs)))
     return _Image(article, fields)
 
 
@@ -411,8 +461,15 @@ def _value_fields(schema: Any) -> dict[str, dict[str, Any]] | None:
 
 # -- positions -------------------------------------------------------------------------------
 def _lsn(text: Any, field: str, place: str) -> tuple[int, ...]:
-    if isinstance(text, str) and _HEX_LSN.fullmatch(text):
-        return tuple(int(p, 16) for p in text.split(":"))
+    if type(text) is str:
+        parts = text.split(":")
+        if len(parts) == 3:  # SQL Server's, the common case
+            try:
+                return (int(parts[0], 16), int(parts[1], 16), int(parts[2], 16))
+            except ValueError:
+                pass
+        elif _HEX_LSN.fullmatch(text):
+            return tuple(int(p, 16) for p in parts)
     raise InputError(f"{place}: {field}: expected an LSN (hex parts joined by ':'), got {_shown(text)}")
 
 
