@@ -380,3 +380,26 @@ def test_error_parquet_row_names_its_row(tmp_path: Path) -> None:
     pq.write_table(t, p)
     (e,) = _errors(p)
     assert e.startswith(f"{p}: row 5: column '__$operation': unknown operation 9")
+
+
+def test_odbc_select_of_one_slice_quotes_identifiers_per_dialect() -> None:
+    from applier.dialects import dialect
+    from applier.sources.formats.mssql_cdc import layout, select_sql
+
+    names = [
+        "__$start_lsn",
+        "__$seqval",
+        "__$operation",
+        "__$update_mask",
+        *[c.name for c in customers().columns],
+    ]
+    lay = layout(names, customers(), "cdc.dbo_customers_CT", "t")
+    sql, n = select_sql(dialect("tsql"), "dbo_cust]omers", names, lay, 4)
+    assert n == 4 and sql.startswith("SELECT [__$start_lsn], [__$seqval], ")
+    assert sql.endswith(
+        " FROM [cdc].[dbo_cust]]omers_CT] WHERE CAST(SUBSTRING([__$seqval], 10, 1) AS int) % 4 = ?"
+    )
+    sql, n = select_sql(dialect("postgres"), "dbo_customers", names, lay, 3)
+    assert n == 3 and sql.endswith(' FROM "cdc"."dbo_customers_CT" WHERE get_byte("__$seqval", 9) % 3 = ?')
+    sql, n = select_sql(dialect("postgres"), "dbo_customers", names, lay, 1)
+    assert n == 1 and "WHERE" not in sql

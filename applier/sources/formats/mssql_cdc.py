@@ -503,14 +503,7 @@ class MssqlCdcFormat(Format):
         finally:
             conn.close()
         lay = layout(names, article, shown, shown)
-        cols = ", ".join(dialect.quote(n) for n in names)
-        slices = max(1, int(spark.sparkContext.defaultParallelism))
-        slice_sql = _SLICE_SQL.get(dialect.name)
-        sql = f"SELECT {cols} FROM {table}"
-        if slice_sql is None or slices == 1:
-            slices = 1
-        else:
-            sql += f" WHERE {slice_sql.format(seqval=dialect.quote(names[lay.meta[SEQVAL]]))} % {slices} = ?"
+        sql, slices = select_sql(dialect, ci, names, lay, int(spark.sparkContext.defaultParallelism))
         redacted = redact(cs)
 
         def task(n: int) -> Iterator[tuple[str | None, Change | None]]:
@@ -629,6 +622,20 @@ def _op_part(source: str) -> str:
         if part.startswith(OPERATION):
             return part
     return source
+
+
+def select_sql(
+    dialect: Any, instance: str, names: Sequence[str], lay: Layout, slices: int
+) -> tuple[str, int]:
+    """The SELECT of one slice of ``cdc.<instance>_CT`` (the slice number its one parameter) and
+    the number of slices (1, no parameter, when the dialect has no slicing expression)."""
+    cols = ", ".join(dialect.quote(n) for n in names)
+    sql = f"SELECT {cols} FROM {dialect.qualified('cdc', f'{instance}_CT')}"
+    expr = _SLICE_SQL.get(dialect.name)
+    if expr is None or slices <= 1:
+        return sql, 1
+    seqval = dialect.quote(names[lay.meta[SEQVAL]])
+    return f"{sql} WHERE {expr.format(seqval=seqval)} % {int(slices)} = ?", int(slices)
 
 
 def _odbc_place(table: str, lay: Layout, values: Sequence[Any]) -> str:
