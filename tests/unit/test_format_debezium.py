@@ -458,3 +458,14 @@ def test_unsupported_events_are_refused() -> None:
 
 def test_registered() -> None:
     assert format_class("debezium") is DebeziumFormat
+
+
+def test_end_ids_that_do_not_name_the_transaction_key_are_not_checked() -> None:
+    """PostgreSQL's txId:lsn (the LSN differs between BEGIN and END) and MySQL's binlog position
+    without GTIDs: the END is read, its count not checked; a GTID's is."""
+    f = fmt()
+    for tid in ("571:53195832", "571", "mysql-bin.000003:154"):
+        assert list(f.parse(json.dumps({"status": "END", "id": tid, "event_count": 2}), "cap.jsonl:1")) == []
+    gtid = "3E11FA47-71CA-11E1-9E33-C80AA9429562:23"
+    (e,) = list(f.parse(json.dumps({"status": "END", "id": gtid, "event_count": 2}), "cap.jsonl:1"))
+    assert e.tx == ("3e11fa47-71ca-11e1-9e33-c80aa9429562", 23, 0, 0) and e.count == 2
