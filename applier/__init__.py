@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from applier.api import Endpoint, RunResult, Target, Verdict, load_config, run
+    from applier.api import Endpoint, Options, RunResult, Target, Verdict, convert, load_config, run
 
-__all__ = ["Endpoint", "RunResult", "Target", "Verdict", "load_config", "run"]
+__all__ = ["Endpoint", "Options", "RunResult", "Target", "Verdict", "convert", "load_config", "run"]
 
 
 def __getattr__(name: str) -> Any:

@@ -41,10 +41,13 @@ from applier.targets import Endpoint, Target, preflight
 
 __all__ = [
     "Config",
+    "Converted",
     "Endpoint",
+    "Options",
     "RunResult",
     "Target",
     "Verdict",
+    "convert",
     "generate",
     "load_config",
     "procedure_scripts",

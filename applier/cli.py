@@ -169,23 +169,14 @@ def _config(a: argparse.Namespace) -> Config:
 
 
 def _with_ddl(cfg: Config, a: argparse.Namespace) -> Config:
-    """The configuration with the DDL script's articles (its problems printed, one a line)."""
-    import dataclasses
+    """The configuration with the DDL script's articles (what was not carried printed, one a line)."""
+    from applier.catalog.files import with_ddl_articles
 
-    from applier.catalog.ddl import read_ddl
-
-    path = Path(a.ddl)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"--ddl {path}: cannot read it: {e}") from None
     tables = [t.strip() for t in a.tables.split(",") if t.strip()] if getattr(a, "tables", None) else None
-    found = read_ddl(text, getattr(a, "dialect", None) or "tsql", str(path), tables)
-    for problem in found.problems:
-        print(f"applier: {problem}", file=sys.stderr)
-    if not found.articles:
-        raise ConfigError(f"--ddl {path}: no table applier can carry")
-    return dataclasses.replace(cfg, articles=tuple(found.articles), subscriptions=())
+    config, found = with_ddl_articles(cfg, a.ddl, getattr(a, "dialect", None) or "tsql", tables)
+    for line in (*found.problems, *found.notes):
+        print(f"applier: {line}", file=sys.stderr)
+    return config
 
 
 def _named_options(message: str) -> str:
@@ -535,22 +526,24 @@ def _register_extra(sub: Any) -> list[str]:
     """The commands that live with their stage: each has register(subparsers) adding its
     sub-command with set_defaults(func=...)."""
     from applier.bench import command as bench
+    from applier.catalog import command as catalog
     from applier.explain import command as explain
     from applier.lint import command as lint
     from applier.matrix import command as matrix
     from applier.repro import command as repro
 
-    names = [m.register(sub) for m in (lint, matrix, bench)]
+    names = [m.register(sub) for m in (lint, matrix, bench, catalog)]
     names.append(explain.register(sub, _add_settings, _add_run, _add_capture, _config, _capture))
     return names + repro.register(sub, _add_settings, _add_run, _config)
 
 
-_NO_SPARK = ("procs", "schema", "clean", "lint")  # commands that never start Spark
+_NO_SPARK = ("procs", "schema", "clean", "lint", "articles")  # commands that never start Spark
 _REPRO = ("explore", "shrink", "export", "replay")  # applier.repro
 COMMANDS = (
     "run",
     "convert",
     "streams",
+    "articles",
     "generate",
     "procs",
     "schema",

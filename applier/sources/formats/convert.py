@@ -265,7 +265,11 @@ def _numbered(fmt: Format, firsts: Mapping[int, tuple[int, int]]):  # type: igno
                 try:
                     yield (None, c.place, c.source, *validate_record(rec, articles, f"{c.place}"))
                 except InputError as e:
-                    yield (f"{e} ({c.source})",)
+                    # named by the capture's position, not the number it was given here
+                    msg, numbered = str(e), f"{c.place}: lsn {lsn}"
+                    if msg.startswith(numbered):
+                        msg = f"{c.place}: {c.source}" + msg[len(numbered) :]
+                    yield (msg,)
                 except Exception as e:  # noqa: BLE001
                     yield (_unexpected(c.place, e),)
 

@@ -1,0 +1,148 @@
+"""The capture pipeline (applier.sources.formats.convert) through canonical files with
+sub-positions, and ``applier streams --explain`` (applier.explain).
+
+A Debezium key change is a delete and a create at one source position; in a canonical file
+they share an ``lsn`` and take ``seq`` 0 and 1 (README: "Canonical change files").
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import applier
+from applier.errors import InputError
+from applier.explain import stream_map
+from tests.integration.helpers import config, rows, table_ref, write_jsonl
+
+ART = "dbo.cap_seq"
+
+
+def _cmd(lsn: int, seq: int | None, xact: int, cmd: int, op: str, **images: object) -> dict[str, object]:
+    rec: dict[str, object] = {"lsn": lsn, "xact_seqno": xact, "command_id": cmd, "article": ART, "op": op}
+    if seq is not None:
+        rec["seq"] = seq
+    rec.update(images)
+    return rec
+
+
+# Transaction 1 inserts keys 1 and 2; transaction 2 moves key 1 to 3 as Debezium delivers a key
+# change (delete + create at one position, lsn 20 seq 0 and 1), then updates 3 (lsn 30).
+KEY_CHANGE = [
+    _cmd(10, 0, 1, 1, "I", after={"id": 1, "v": "a", "n": 1}),
+    _cmd(10, 1, 1, 2, "I", after={"id": 2, "v": "b", "n": 2}),
+    _cmd(20, 0, 2, 1, "D", before={"id": 1}),
+    _cmd(20, 1, 2, 2, "I", after={"id": 3, "v": "a", "n": 1}),
+    _cmd(30, None, 2, 3, "U", before={"id": 3, "v": "a", "n": 1}, after={"id": 3, "v": "a2", "n": 5}),
+]
+
+
+def test_sub_positions_convert_numbered_with_their_source(spark, tmp_path):
+    cfg = config("cap_seq", streams=4)
+    changes = write_jsonl(tmp_path / "seq.jsonl", KEY_CHANGE)
+    done = applier.convert(cfg, changes, tmp_path / "out", spark=spark)
+    assert (done.transactions, done.commands, done.duplicates) == (2, 5, 0)
+    lines = [json.loads(x) for f in sorted(done.changes.glob("*.jsonl")) for x in f.read_text().splitlines()]
+    assert [(r["lsn"], r["xact_seqno"], r["command_id"]) for r in lines] == [
+        (1, 1, 1),
+        (2, 1, 2),
+        (3, 2, 1),
+        (4, 2, 2),
+        (5, 2, 3),
+    ]
+    assert [r["source"] for r in lines] == [
+        "lsn 10 seq 0",
+        "lsn 10 seq 1",
+        "lsn 20 seq 0",
+        "lsn 20 seq 1",
+        "lsn 30 seq 0",
+    ]
+    # the converted file is a canonical file: read again as it is, the same commands
+    again = applier.convert(cfg, done.changes, tmp_path / "again", spark=spark)
+    assert (again.transactions, again.commands) == (2, 5)
+
+
+def test_sub_positions_apply_at_four_streams_and_converge(spark, target, tmp_path):
+    cfg = config("cap_seq", streams=4)
+    changes = write_jsonl(tmp_path / "seq.jsonl", KEY_CHANGE)
+    result = applier.run(cfg, target, spark=spark, changes=changes)
+    assert result.verdict is applier.Verdict.CONVERGED
+    got = rows(target, f"SELECT id, v, n FROM {table_ref(target, 'cap_seq')} ORDER BY id")
+    assert got == [(2, "b", 2), (3, "a2", 5)]
+    assert result.settings["input"]["changes"] == 5
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (  # one sub-position twice
+            [KEY_CHANGE[0], {**KEY_CHANGE[1], "seq": 0}],
+            r"lsn 10 seq 0 appears 2 times \(.*seq\.jsonl:1\)",
+        ),
+        (  # (lsn, seq) order against command_id order
+            [KEY_CHANGE[0], {**KEY_CHANGE[1], "command_id": 0}],
+            r"seq\.jsonl:2: lsn 10 seq 1 \(command_id 0\) comes after lsn 10 seq 0 \(command_id 1, .*seq\.jsonl:1\)",
+        ),
+        (  # events take a position of their own
+            [KEY_CHANGE[0], {"lsn": 11, "xact_seqno": 1, "command_id": 3, "article": ART, "op": "DDL"}],
+            r"seq\.jsonl:2: lsn 11: op must be I, U or D in a file with sub-positions",
+        ),
+        (  # a value that does not fit, named with its place and source position
+            [KEY_CHANGE[0], {**KEY_CHANGE[1], "after": {"id": 2, "v": "b", "n": "two"}}],
+            r"seq\.jsonl:2: lsn 10 seq 1: after: column 'n' \(int\): expected an integer",
+        ),
+    ],
+    ids=["duplicate-position", "order", "event", "bad-value"],
+)
+def test_bad_sub_positions_are_refused_naming_the_line(spark, tmp_path, bad, message):
+    cfg = config("cap_seq", streams=4)
+    changes = write_jsonl(tmp_path / "seq.jsonl", bad)
+    with pytest.raises(InputError, match=message) as e:
+        applier.convert(cfg, changes, tmp_path / "out", spark=spark)
+    assert "nothing applied" in str(e.value)
+    assert not (tmp_path / "out" / "changes").exists()
+
+
+def test_streams_explain_shows_where_a_key_update_crosses_streams(spark, tmp_path):
+    """A key chain 1 -> 2 -> 3: key-hash routes each update by its before key, so key 2's two
+    commands sit on two streams in one round (the hazard); on one stream nothing crosses."""
+    recs = [
+        {
+            "lsn": 1,
+            "xact_seqno": 1,
+            "command_id": 1,
+            "article": "dbo.cap_explain",
+            "op": "I",
+            "after": {"id": 1, "v": "x", "n": 0},
+        },
+    ]
+    for i, (old, new) in enumerate([(1, 2), (2, 3), (3, 4), (4, 5), (5, 6)], start=2):
+        recs.append(
+            {
+                "lsn": i,
+                "xact_seqno": i,
+                "command_id": 1,
+                "article": "dbo.cap_explain",
+                "op": "U",
+                "before": {"id": old, "v": "x", "n": 0},
+                "after": {"id": new, "v": "x", "n": 0},
+            }
+        )
+    changes = write_jsonl(tmp_path / "chain.jsonl", recs)
+    cfg = config("cap_explain", streams=4)
+    sm = stream_map(spark, cfg, changes)
+    keys = {json.loads(r["key"])[0]: r for r in sm.keys.collect()}
+    assert sorted(keys) == [1, 2, 3, 4, 5, 6]
+    assert [c["lsn"] for c in keys[2]["commands"]] == [2, 3]  # created by lsn 2, moved on by lsn 3
+    crossing = {k for k, r in keys.items() if r["crossing"]}
+    # a key is crossed exactly when its creating update and its next one hash to two streams
+    expected = {
+        new
+        for (old, new) in [(1, 2), (2, 3), (3, 4), (4, 5)]
+        if keys[new]["commands"][0]["stream"] != keys[new]["commands"][1]["stream"]
+    }
+    assert crossing == expected and crossing  # with 4 streams some key of the chain moves
+    one = stream_map(spark, config("cap_explain", streams=1), changes)
+    assert one.crossing().count() == 0
