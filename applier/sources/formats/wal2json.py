@@ -280,8 +280,6 @@ class _Image:
 
 
 class _Wal2json(Format):
-    suffixes: ClassVar[tuple[str, ...]] = (".jsonl", ".json", ".ndjson", ".txt", ".out")
-
     def _decode(self, article: Article, image: _Image, where: str) -> dict[str, Any]:
         cols = {c.name: c for c in article.columns}
         out: dict[str, Any] = {}
