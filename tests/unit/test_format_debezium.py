@@ -469,3 +469,14 @@ def test_end_ids_that_do_not_name_the_transaction_key_are_not_checked() -> None:
     gtid = "3E11FA47-71CA-11E1-9E33-C80AA9429562:23"
     (e,) = list(f.parse(json.dumps({"status": "END", "id": gtid, "event_count": 2}), "cap.jsonl:1"))
     assert e.tx == ("3e11fa47-71ca-11e1-9e33-c80aa9429562", 23, 0, 0) and e.count == 2
+
+
+def test_unavailable_toasted_value_taken_from_the_before_image() -> None:
+    src = {"connector": "postgresql", "schema": "dbo", "table": "customers", "txId": 5, "lsn": 10}
+    after = dict(JOHN, last_name="__debezium_unavailable_value", email="new@example.org")
+    (u,) = parse_all(fmt(), [json.dumps({"op": "u", "before": JOHN, "after": after, "source": src})])
+    assert u.after == dict(JOHN, email="new@example.org")
+    with pytest.raises(
+        InputError, match=r"^cap\.jsonl:1: after\.last_name: __debezium_unavailable_value .*FULL"
+    ):
+        parse_all(fmt(), [json.dumps({"op": "u", "before": None, "after": after, "source": src})])

@@ -14,7 +14,10 @@ operation for them.
 ``before`` to ``after`` (without ``before``, PostgreSQL's default replica identity, the before
 image is the article's key taken from ``after``); ``d`` a delete of ``before``. A NULL in a
 before image for a NOT NULL column (PostgreSQL's default replica identity sends only the key's
-values) is left out of it: the canonical record allows partial before images.
+values) is left out of it: the canonical record allows partial before images. A value Debezium
+gives as ``__debezium_unavailable_value`` (PostgreSQL's unchanged TOASTed column) is left out of a
+before image and taken from the before image into an update's after image; when the before image
+does not have it (REPLICA IDENTITY DEFAULT) the event is refused naming the field.
 
 **Positions**, by the connector (``source.connector``, or the fields that are there):
 
@@ -112,6 +115,9 @@ _GTID = re.compile(
 )
 _DECODE = json.JSONDecoder()
 _MAX_PREFIXES = 64
+# Debezium's unavailable.value.placeholder (PostgreSQL's unchanged TOASTed values, Oracle's LOBs),
+# as text and, for bytes columns, base64 of its bytes.
+UNAVAILABLE = ("__debezium_unavailable_value", "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==")
 
 
 class _Bad(Exception):
@@ -393,7 +399,11 @@ class _Image:
     article: Article
     fields: Mapping[str, tuple[Column, Callable[[Any], Any]]]
 
-    def read(self, raw: Any, where: str, place: str, *, before: bool) -> dict[str, Any]:
+    def read(
+        self, raw: Any, where: str, place: str, *, before: bool, unavailable: list[str] | None = None
+    ) -> dict[str, Any]:
+        """The image in canonical encoding. Values Debezium marks unavailable are left out (a
+        before image is partial) or, with ``unavailable``, their columns listed there."""
         if not isinstance(raw, dict):
             raise InputError(f"{place}: {where}: expected an object of column values, got {_shown(raw)}")
         out: dict[str, Any] = {}
@@ -408,6 +418,13 @@ class _Image:
                         f"(columns: {', '.join(self.article.column_names)})"
                     )
             col, conv = f
+            if type(v) is str and v in UNAVAILABLE:
+                if before:
+                    continue
+                if unavailable is None:
+                    raise InputError(f"{place}: {where}.{name}: {v} (a value the capture does not hold)")
+                unavailable.append(col.name)
+                continue
             if v is None:
                 if not col.nullable:
                     if before:
@@ -638,7 +655,15 @@ class DebeziumFormat(Format):
             raw = payload.get("after")
             if raw is None:
                 raise InputError(f"{place}: {at}after: missing (op {op!r} needs the new row)")
-            after = image.read(raw, f"{at}after", place, before=False)
+            missing: list[str] = []
+            after = image.read(raw, f"{at}after", place, before=False, unavailable=missing)
+            for name in missing:  # an unchanged TOASTed value: the old row's, when it is there
+                if op != "u" or before is None or name not in before:
+                    raise InputError(
+                        f"{place}: {at}after.{name}: {UNAVAILABLE[0]} (an unchanged TOASTed value) and no "
+                        "old value in before (PostgreSQL: REPLICA IDENTITY FULL gives it)"
+                    )
+                after[name] = before[name]
             if op == "u" and before is None:
                 before = {k: after.get(k) for k in article.key}
         tx, position, source = self._position(src, payload, op, at, place)
