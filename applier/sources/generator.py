@@ -248,7 +248,11 @@ def _key_update(
     touched: set[tuple[str, int]],
     xact: int,
 ) -> tuple[Any, ...] | None:
-    """A key-changing update; for key-chains it continues a pending chain when it can."""
+    """A key-changing update; for key-chains it continues a pending chain when it can. None
+    when the key has an identity column: SQL Server cannot update one (the procedures never
+    SET it), so the publisher could not have written this change."""
+    if any(c.identity for c in a.key_columns):
+        return None
     k: int | None = None
     left = 1
     if w.kind == "key-chains":
