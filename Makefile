@@ -37,5 +37,8 @@ bench: setup ## benchmark: ceiling, applier and PostgreSQL's logical apply at N=
 	@$(BIN)/python -c "import matplotlib" 2>/dev/null || $(BIN)/python -m pip install -q -e ".[bench]"
 	$(BIN)/applier bench --out $(OUT)/bench $(BENCH_ARGS)
 
+bench-capture: setup ## Debezium reader vs canonical reader, 1,000,000 events (EVENTS=...): figures in out/bench-capture/figures.json
+	$(BIN)/python ci/bench_capture.py $(or $(EVENTS),1000000) $(OUT)/bench-capture
+
 clean: ## remove the virtual environment and outputs
 	rm -rf $(VENV) $(OUT) .pytest_cache .mypy_cache .ruff_cache
