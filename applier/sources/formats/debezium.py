@@ -404,6 +404,29 @@ class _Image:
     ) -> dict[str, Any]:
         """The image in canonical encoding. Values Debezium marks unavailable are left out (a
         before image is partial) or, with ``unavailable``, their columns listed there."""
+        if type(raw) is dict:
+            out: dict[str, Any] = {}
+            fields = self.fields
+            try:  # the common case, tight; anything else (or any error) read again carefully
+                for name, v in raw.items():
+                    col, conv = fields[name]
+                    if v is None:
+                        if not col.nullable:
+                            break
+                        out[col.name] = None
+                    elif type(v) is str and v in UNAVAILABLE:
+                        break
+                    else:
+                        out[col.name] = conv(v)
+                else:
+                    return out
+            except Exception:  # noqa: BLE001, S110 - _careful says what it was
+                pass
+        return self._careful(raw, where, place, before=before, unavailable=unavailable)
+
+    def _careful(
+        self, raw: Any, where: str, place: str, *, before: bool, unavailable: list[str] | None = None
+    ) -> dict[str, Any]:
         if not isinstance(raw, dict):
             raise InputError(f"{place}: {where}: expected an object of column values, got {_shown(raw)}")
         out: dict[str, Any] = {}
