@@ -8,7 +8,6 @@ they share an ``lsn`` and take ``seq`` 0 and 1 (README: "Canonical change files"
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -81,13 +80,15 @@ def test_sub_positions_apply_at_four_streams_and_converge(spark, target, tmp_pat
             [KEY_CHANGE[0], {**KEY_CHANGE[1], "seq": 0}],
             r"lsn 10 seq 0 appears 2 times \(.*seq\.jsonl:1\)",
         ),
-        (  # (lsn, seq) order against command_id order
+        pytest.param(  # (lsn, seq) order against command_id order
             [KEY_CHANGE[0], {**KEY_CHANGE[1], "command_id": 0}],
             r"seq\.jsonl:2: lsn 10 seq 1 \(command_id 0\) comes after lsn 10 seq 0 \(command_id 1, .*seq\.jsonl:1\)",
+            marks=pytest.mark.e2e,
         ),
-        (  # events take a position of their own
+        pytest.param(  # events take a position of their own
             [KEY_CHANGE[0], {"lsn": 11, "xact_seqno": 1, "command_id": 3, "article": ART, "op": "DDL"}],
             r"seq\.jsonl:2: lsn 11: op must be I, U or D in a file with sub-positions",
+            marks=pytest.mark.e2e,
         ),
         (  # a value that does not fit, named with its place and source position
             [KEY_CHANGE[0], {**KEY_CHANGE[1], "after": {"id": 2, "v": "b", "n": "two"}}],

@@ -108,6 +108,7 @@ def test_csv_capture_applies_at_4_streams_as_documented(csv_run) -> None:  # typ
     assert (sub.summary.commands, sub.summary.transactions) == (18, 8)  # 25 rows, 7 update pairs joined
 
 
+@pytest.mark.e2e  # the CSV run covers the documented cases; make test-e2e reads the Parquet export too
 def test_parquet_capture_applies_at_4_streams(spark, target) -> None:  # type: ignore[no-untyped-def]
     result = applier.run(cdc_config(), target, spark=spark, changes=PARQUET, changes_format="mssql-cdc")
     converged(result)
