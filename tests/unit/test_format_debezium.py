@@ -480,3 +480,17 @@ def test_unavailable_toasted_value_taken_from_the_before_image() -> None:
         InputError, match=r"^cap\.jsonl:1: after\.last_name: __debezium_unavailable_value .*FULL"
     ):
         parse_all(fmt(), [json.dumps({"op": "u", "before": None, "after": after, "source": src})])
+
+
+def test_sqlserver_snapshot_reads_are_one_transaction_placed_by_key() -> None:
+    """Snapshot reads (op r) have the snapshot's commit_lsn and no change_lsn: inserts of one
+    transaction before the streamed changes, told apart by their keys (a read delivered twice
+    is a duplicate)."""
+    src = {"connector": "sqlserver", "schema": "dbo", "table": "customers", "snapshot": "true"}
+    src.update(commit_lsn="00000027:00000700:0001", change_lsn=None, event_serial_no=None)
+    reads = [
+        json.dumps({"op": "r", "before": None, "after": dict(JOHN, id=i), "source": src}) for i in (7, 3, 5)
+    ]
+    stream = lines_of("sqlserver_doc_customers.bare.jsonl")[0]
+    txs, dups = transactions(fmt(), [stream, *reads, reads[0]])
+    assert ops(txs) == [[("I", None, 3), ("I", None, 5), ("I", None, 7)], [("I", None, 1005)]] and dups == 1
