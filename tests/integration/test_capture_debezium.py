@@ -201,8 +201,19 @@ CASES: list[tuple[str, Path, int | None, str, dict[str, Any], bool, dict[str, li
 ]
 
 
+# make test applies these five (each a run of its own, ~30 s on two cores); make test-e2e every one.
+QUICK = {
+    "doc_create_update_delete",
+    "doc_key_change_folded",
+    "doc_transaction",
+    "serde_update",
+    "maxwell_all",
+}
+
+
 @pytest.mark.parametrize(
-    ("name", "capture", "upto", "fmt", "arts", "fold", "expected"), CASES, ids=[c[0] for c in CASES]
+    ("name", "capture", "upto", "fmt", "arts", "fold", "expected"),
+    [pytest.param(*c, id=c[0], marks=() if c[0] in QUICK else pytest.mark.e2e) for c in CASES],
 )
 def test_capture_example_converges_to_its_documented_rows(
     spark, pg, tmp_path, name, capture, upto, fmt, arts, fold, expected
@@ -245,6 +256,7 @@ def test_a_bad_line_applies_nothing(spark, pg, tmp_path):
     ) or not rows(target, 'SELECT * FROM "dbo"."customers"')
 
 
+@pytest.mark.e2e  # make bench-capture does the same at 1,000,000 events
 def test_generated_capture_converts_like_its_canonical_twin(spark, tmp_path):
     """tests/capture_fixtures.py: N Debezium events (with the envelope) and the same changes as a
     canonical file convert to the same canonical rows (positions numbered alike)."""
@@ -300,7 +312,9 @@ def _key_chain_capture(path: Path, article: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("fold", [False, True], ids=["as-delivered", "folded"])
+@pytest.mark.parametrize(
+    "fold", [pytest.param(False, id="as-delivered", marks=pytest.mark.e2e), pytest.param(True, id="folded")]
+)
 def test_debezium_key_changes_folded_reproduce_20598(spark, pg, tmp_path, fold):
     """The key chain 1 -> 2 -> 3 captured by Debezium (delete + create per key change), in one
     round on streams that put keys 1 and 2 apart: as delivered, each key's commands stay on its
