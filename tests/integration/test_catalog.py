@@ -122,7 +122,12 @@ def test_five_adventureworks_tables_converge_at_n4(spark, target) -> None:  # ty
             "run": {"streams": 4, "commit_batch_size": 20, "subscription": "aw_ddl"},
             # key chains: the key updates of the tables whose key has no identity column
             # (BusinessEntityAddress, its 3-column key) race across the streams (20598, reset)
-            "workload": {"kind": "key-chains", "transactions": 200, "initial_rows": 40, "key_update_share": 0.3},
+            "workload": {
+                "kind": "key-chains",
+                "transactions": 200,
+                "initial_rows": 40,
+                "key_update_share": 0.3,
+            },
             "articles": [
                 {"name": "dbo.placeholder", "columns": [{"name": "id", "type": "int", "key": True}]}
             ],
