@@ -362,7 +362,10 @@ def _connect_decimal(params: Mapping[str, Any]) -> Decoder:
         scale = 0
 
     def dec(v: Any) -> Any:
-        if isinstance(v, str) and not _DECIMAL_TEXT.fullmatch(v):
+        # Kafka Connect's JSON converter writes a Decimal as base64 of its unscaled bytes
+        # (decimal.format BASE64, the default) or as a JSON number (NUMERIC): a string is always
+        # base64, even one that reads as a number ("+200" is -2997.24 at scale 2).
+        if isinstance(v, str):
             return _unscaled(v, scale)
         return _decimal(v, scale)
 
