@@ -31,7 +31,7 @@ def _shown(v: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _image(article: Article, raw: Any, where: str, *, full: bool) -> dict[str, Any]:
+def _image(article: Article, raw: Any, where: str, *, full: bool, encoded: bool = False) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
         raise InputError(f"{where}: expected an object of column values, got {type(raw).__name__}")
     cols = {c.name: c for c in article.replicated}
@@ -51,7 +51,7 @@ def _image(article: Article, raw: Any, where: str, *, full: bool) -> dict[str, A
             out[name] = None
             continue
         try:
-            out[name] = validate_encoded(col, raw[name])
+            out[name] = raw[name] if encoded else validate_encoded(col, raw[name])
         except ValueError_ as e:
             raise InputError(f"{where}: {e}") from None
     return out
@@ -80,12 +80,18 @@ def _event_record(rec: Mapping[str, Any], op: str, name: str, lsn: int, where: s
 
 
 def validate_record(
-    rec: Any, articles: Mapping[str, Article], place: str, schemas: Schemas | None = None
+    rec: Any,
+    articles: Mapping[str, Article],
+    place: str,
+    schemas: Schemas | None = None,
+    encoded: bool = False,
 ) -> tuple[Any, ...]:
     """One decoded record -> canonical row tuple (CHANGE_FIELDS order), or InputError.
 
     With ``schemas``, a command of an article that has schema changes is validated against
     its ``schema_version``, which must be the version in effect at its lsn (seed 001).
+    ``encoded``: the images' values were made by ``applier.values.encode`` against the article
+    (a capture format's): their shape is checked, each value is not checked again.
     """
     if not isinstance(rec, Mapping):
         raise InputError(f"{place}: expected a JSON object, got {type(rec).__name__}")
@@ -135,11 +141,11 @@ def validate_record(
     if op in ("U", "D"):
         if rec.get("before") is None:
             raise InputError(f"{where}: op {op} needs a before image")
-        before = _image(article, rec["before"], f"{where}: before", full=False)
+        before = _image(article, rec["before"], f"{where}: before", full=False, encoded=encoded)
     if op in ("I", "U"):
         if rec.get("after") is None:
             raise InputError(f"{where}: op {op} needs an after image")
-        after = _image(article, rec["after"], f"{where}: after", full=True)
+        after = _image(article, rec["after"], f"{where}: after", full=True, encoded=encoded)
     changed: list[str] = []
     if op == "U":
         assert before is not None and after is not None

@@ -142,25 +142,33 @@ def _file_ordered(rdd: Any) -> Any:
 
 # -- 3. group by transaction -----------------------------------------------------------------
 def _keyed(e: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any]:
+    """(sort key, the item as a plain tuple: cheaper to pickle through the shuffle)."""
     item = e[1]
     if isinstance(item, Expect):
-        return ((item.tx, 1, (), ()), item)
-    return ((item.tx, 0, item.pos, _order(e)), item)
+        return ((item.tx, 1, (), ()), (item.tx, item.count, item.place))
+    c: Change = item
+    return (
+        (c.tx, 0, c.pos, _order(e)),
+        (c.article, c.op, c.before, c.after, c.tx, c.pos, c.source, c.place, c.changed),
+    )
 
 
 def _bounds(keyed: Any, parts: int) -> list[Any]:
-    """Partition bounds on the transaction key, from a sample (as Spark's range partitioner)."""
+    """Partition bounds on the transaction key, from a sample of every partition (as Spark's
+    range partitioner; one pass: up to 20 transaction keys a partition, evenly spaced)."""
     if parts <= 1:
         return []
-    total = keyed.count()
-    if total == 0:
+
+    def sample(it: Iterable[tuple[Any, Any]]) -> Iterator[Any]:
+        keys = [k[0] for k, _ in it]
+        step = max(1, len(keys) // 20)
+        yield from keys[::step]
+
+    found = sorted(set(keyed.mapPartitions(sample).collect()))
+    if not found:
         return []
-    fraction = min(1.0, 20.0 * parts / total)
-    sample = sorted({k[0] for k in keyed.keys().sample(False, fraction, 17).collect()})
-    if not sample:
-        return []
-    step = len(sample) / parts
-    return sorted({sample[min(len(sample) - 1, int(step * (i + 1)))] for i in range(parts - 1)})
+    step = len(found) / parts
+    return sorted({found[min(len(found) - 1, int(step * (i + 1)))] for i in range(parts - 1)})
 
 
 # -- 4. per transaction ------------------------------------------------------------------------
@@ -194,14 +202,15 @@ def _transactions(fmt: Format):  # type: ignore[no-untyped-def]
             except InputError as e:
                 yield ("error", str(e))
 
-        for key, item in it:
+        for key, t in it:
             tx = key[0]
             if tx != cur:
                 yield from flush()
                 cur, changes, dups, expect = tx, [], 0, None
-            if isinstance(item, Expect):
-                expect = item
+            if key[1] == 1:
+                expect = Expect(*t)
                 continue
+            item = Change(*t)
             if changes and _same(changes[-1], item):
                 prev = changes[-1]
                 if fmt.dedup and (prev.before, prev.after) == (item.before, item.after):
@@ -243,6 +252,7 @@ def _counts(idx: int, it: Iterable[tuple[Any, ...]]) -> Iterator[tuple[int, int,
 # -- 5. number and validate --------------------------------------------------------------------
 def _numbered(fmt: Format, firsts: Mapping[int, tuple[int, int]]):  # type: ignore[no-untyped-def]
     articles = fmt.articles
+    encoded = fmt.encoded
 
     def part(idx: int, it: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
         xact, lsn = firsts[idx]
@@ -263,7 +273,7 @@ def _numbered(fmt: Format, firsts: Mapping[int, tuple[int, int]]):  # type: igno
                     "changed": list(c.changed) if c.changed is not None else None,
                 }
                 try:
-                    yield (None, c.place, c.source, *validate_record(rec, articles, f"{c.place}"))
+                    yield (None, c.place, c.source, *validate_record(rec, articles, c.place, None, encoded))
                 except InputError as e:
                     # named by the capture's position, not the number it was given here
                     msg, numbered = str(e), f"{c.place}: lsn {lsn}"

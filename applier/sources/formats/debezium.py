@@ -553,6 +553,7 @@ class DebeziumFormat(Format):
     name: ClassVar[str] = "debezium"
     positional: ClassVar[bool | None] = False
     dedup: ClassVar[bool] = True
+    encoded: ClassVar[bool] = True  # images: _Image.read, every value through encode
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
