@@ -76,9 +76,10 @@ def test_sub_positions_apply_at_four_streams_and_converge(spark, target, tmp_pat
 @pytest.mark.parametrize(
     "bad, message",
     [
-        (  # one sub-position twice
+        pytest.param(  # one sub-position twice
             [KEY_CHANGE[0], {**KEY_CHANGE[1], "seq": 0}],
             r"lsn 10 seq 0 appears 2 times \(.*seq\.jsonl:1\)",
+            marks=pytest.mark.e2e,
         ),
         pytest.param(  # (lsn, seq) order against command_id order
             [KEY_CHANGE[0], {**KEY_CHANGE[1], "command_id": 0}],
