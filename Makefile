@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 OUT ?= out
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-unit test-faults test-e2e lint bench clean
+.PHONY: help setup demo test test-unit test-faults test-e2e lint bench bench-capture clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -21,7 +21,7 @@ test: setup ## run the tests (unit + integration on embedded PostgreSQL and loca
 test-faults: setup ## kill -9 at 26 seeded moments and resume, connection kills, signals (~30 min)
 	$(BIN)/pytest -m faults
 
-test-e2e: setup ## longer end-to-end runs: plugin per target, hazards' blame, seeded schedules, bench, fuzz, matrix (~12 min)
+test-e2e: setup ## longer end-to-end runs: plugin per target, hazards' blame, seeded schedules, bench, fuzz, matrix, every capture example (~25 min)
 	$(BIN)/pytest -m e2e
 
 test-unit: setup ## run the unit tests only (no database, no Spark)
