@@ -322,8 +322,9 @@ def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str 
         for idx, txs, n, d in counts:
             firsts[idx] = (xact, lsn)
             xact, lsn, dups = xact + txs, lsn + n, dups + d
-        if lsn == 0:
-            raise InputError(f"{what}: no row changes; nothing to apply")
+        # No row change at all is a valid capture (wal2json's transactions on a table with
+        # REPLICA IDENTITY NOTHING carry none): nothing is applied and the subscriber must still
+        # hold its snapshot; the report's input says 0 changes.
         rows = grouped.mapPartitionsWithIndex(_numbered(fmt, firsts)).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(rows)
         _raise(rows.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(_SHOWN), what)
