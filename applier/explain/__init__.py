@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 from applier.config import Config
 from applier.partition.strategies import partition, with_rounds
-from applier.pipeline.run import load_stream
+from applier.pipeline.run import load_stream, reads_input
 from applier.records.schema import ROW_OPS
 from applier.sources.formats import Options
 from applier.sources.hazards import effective_config
@@ -50,8 +50,7 @@ def stream_map(
     capture: Options | None = None,
     streams: int | None = None,
 ) -> StreamMap:
-    reading = changes is not None or (capture is not None and capture.source is not None)
-    if not reading:
+    if not reads_input(changes, capture):
         config = effective_config(config)
     cs = load_stream(spark, config, changes, None, capture)
     rs = config.run

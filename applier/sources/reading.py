@@ -48,10 +48,11 @@ def spark_read(what: Path, read: Callable[[], T]) -> T:
 
 
 def _errors(rdd: Any, noun: str) -> None:
-    _raise_errors(rdd.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(_SHOWN), noun)
+    raise_errors(rdd.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(_SHOWN), noun)
 
 
-def _raise_errors(errors: list[str], noun: str) -> None:
+def raise_errors(errors: list[str], noun: str) -> None:
+    """The first bad records' errors as one InputError (nothing applied), if there are any."""
     if errors:
         more = "" if len(errors) < _SHOWN else "\n  (and maybe more)"
         raise InputError(f"invalid {noun}, nothing applied:\n  " + "\n  ".join(errors) + more)
@@ -99,7 +100,7 @@ def validate_lines(
     schema = f"{PLACE} string, " + (SNAPSHOT_SCHEMA if snapshot else CHANGE_SCHEMA)
     if small:  # one job: rows and errors to the driver, the checks across rows run there
         rows = rdd.collect()
-        _raise_errors([r[0] for r in rows if r[0] is not None][:_SHOWN], noun)
+        raise_errors([r[0] for r in rows if r[0] is not None][:_SHOWN], noun)
         return spark.createDataFrame([r[1:] for r in rows], schema)
     rdd = rdd.persist(StorageLevel.MEMORY_AND_DISK)
     try:

@@ -29,6 +29,7 @@ from applier.errors import InputError
 from applier.records.schema import CHANGE_SCHEMA
 from applier.sources.canonical import validate_record
 from applier.sources.formats import Begin, Change, Commit, Expect, Format
+from applier.sources.reading import raise_errors
 
 _SHOWN = 5
 PLACE = "_place"
@@ -79,12 +80,6 @@ def read_lines(spark: SparkSession, files: Sequence[Any], fmt: Format) -> Any:
 
     rdds = [sc.textFile(str(f)).zipWithIndex().mapPartitions(of(str(f), i)) for i, f in enumerate(files)]
     return sc.union(rdds) if len(rdds) > 1 else rdds[0]
-
-
-def _raise(errors: list[str], what: str) -> None:
-    if errors:
-        more = "" if len(errors) < _SHOWN else "\n  (and maybe more)"
-        raise InputError(f"invalid {what}, nothing applied:\n  " + "\n  ".join(errors) + more)
 
 
 def _order(e: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -292,7 +287,7 @@ def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str 
     raw = fmt.read(spark, files).persist(StorageLevel.MEMORY_AND_DISK)
     cached: list[Any] = [raw]
     try:
-        _raise(raw.filter(lambda e: e[0] is not None).map(lambda e: e[0]).take(_SHOWN), what)
+        raise_errors(raw.filter(lambda e: e[0] is not None).map(lambda e: e[0]).take(_SHOWN), what)
         items = raw.filter(lambda e: e[1] is not None)
         positional = fmt.positional
         if positional is None:  # known from the data: some record is a begin or commit marker
@@ -300,7 +295,7 @@ def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str 
         if positional:
             items = _file_ordered(items).persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(items)
-            _raise(items.filter(lambda e: e[0] is not None).map(lambda e: e[0]).take(_SHOWN), what)
+            raise_errors(items.filter(lambda e: e[0] is not None).map(lambda e: e[0]).take(_SHOWN), what)
         items = items.filter(lambda e: isinstance(e[1], (Change, Expect)))
         keyed = items.map(_keyed)
         parts = max(1, raw.getNumPartitions())
@@ -315,7 +310,7 @@ def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str 
             .persist(StorageLevel.MEMORY_AND_DISK)
         )
         cached.append(grouped)
-        _raise(grouped.filter(lambda t: t[0] == "error").map(lambda t: t[1]).take(_SHOWN), what)
+        raise_errors(grouped.filter(lambda t: t[0] == "error").map(lambda t: t[1]).take(_SHOWN), what)
         counts = sorted(grouped.mapPartitionsWithIndex(_counts).collect())
         firsts: dict[int, tuple[int, int]] = {}
         xact = lsn = dups = 0
@@ -327,7 +322,7 @@ def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str 
         # hold its snapshot; the report's input says 0 changes.
         rows = grouped.mapPartitionsWithIndex(_numbered(fmt, firsts)).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(rows)
-        _raise(rows.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(_SHOWN), what)
+        raise_errors(rows.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(_SHOWN), what)
         df = spark.createDataFrame(rows.map(lambda r: r[1:]), CAPTURED_SCHEMA)
         return Captured(df, xact, lsn, dups, tuple(cached))
     except BaseException:
