@@ -421,7 +421,22 @@ class Sender:
         self, calls: Sequence[tuple[Row, Call]], skip: Any
     ) -> tuple[list[tuple[Row, Failure]], Failure | None]:
         """Apply one call at a time inside a savepoint; errors that ``skip(classified)`` accepts are
-        rolled back to the savepoint and recorded. Returns (skipped, fatal failure or None)."""
+        rolled back to the savepoint and recorded. Returns (skipped, fatal failure or None).
+        The dialect's skip-loop statements open and close the loop (SQL Server: XACT_ABORT off
+        while it runs, so that an error leaves a savepoint to roll back to); an error the
+        savepoint cannot undo stands, its message saying why it was not skipped."""
+        opening, closing = self.dialect.skip_loop_sql()
+        opened = self._execute([(None, Call(s, ())) for s in opening]) if opening and calls else None
+        skipped, failure = ([], opened) if opened is not None else self._each(calls, skip)
+        if closing and calls:  # also after a failure: the session goes back as it was
+            done = self._execute([(None, Call(s, ())) for s in closing])
+            if failure is None:
+                failure = done
+        return skipped, failure
+
+    def _each(
+        self, calls: Sequence[tuple[Row, Call]], skip: Any
+    ) -> tuple[list[tuple[Row, Failure]], Failure | None]:
         skipped: list[tuple[Row, Failure]] = []
         sp = "applier_sp"
         for row, call in calls:
@@ -430,9 +445,12 @@ class Sender:
                 continue
             if not skip(fail):
                 return skipped, fail
-            rb = self._execute([(None, Call(self.dialect.rollback_to_savepoint_sql(sp), ()))])
+            rb = self._execute([(None, Call(self.dialect.skip_rollback_sql(sp), ()))])
             if rb is not None:
-                return skipped, rb
+                if rb.connection_lost:
+                    return skipped, rb
+                why = f"{fail.message} -- not skipped: {rb.message}"
+                return skipped, dataclasses.replace(fail, message=short(why, 1200))
             skipped.append((row, fail))
         return skipped, None
 

@@ -433,6 +433,17 @@ class Dialect(SchemaStatements):
         """Forget a savepoint, its work kept (None: the dialect has no such statement)."""
         return f"RELEASE SAVEPOINT {self.quote(name)}"
 
+    def skip_loop_sql(self) -> tuple[list[str], list[str]]:
+        """Statements before and after the error policy's loop that applies one call at a time
+        under a savepoint (``Sender.savepoint_each``): what the savepoint needs to survive an
+        error, and the session as it was after. None where it survives one as it is."""
+        return [], []
+
+    def skip_rollback_sql(self, name: str) -> str:
+        """Undo a call whose error the policy skips: back to savepoint ``name``. Raises where the
+        error left a transaction that cannot go back to a savepoint (the skip then fails)."""
+        return self.rollback_to_savepoint_sql(name)
+
     def local_lock_timeout_sql(self, ms: int) -> str | None:
         """A statement bounding every lock wait to ``ms`` until the transaction ends, or None
         when the dialect's lock timeout outlives the transaction (it is left as it is)."""

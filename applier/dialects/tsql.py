@@ -332,3 +332,99 @@ class TsqlDialect(Dialect):
             "SELECT r.session_id, CAST(r.blocking_session_id AS varchar(12)) FROM sys.dm_exec_requests r "
             f"WHERE r.blocking_session_id <> 0 AND r.session_id IN ({marks})"
         )
+
+    # -- set-based apply and the skip policy --
+    # Set-based apply (sql/tsql/set_apply.sql.j2, bulk_insert.sql.j2): the rows travel as one
+    # JSON text read by OPENJSON ... WITH (SQL Server 2016+, database compatibility level 130+).
+    SET_APPLY: ClassVar[bool] = True
+    # The type OPENJSON ... WITH reads a member as where the column's own type cannot read the
+    # value as applier encodes it (applier.values): bytes are base64 text, which OPENJSON decodes
+    # into varbinary; datetime and smalldatetime refuse text with more than three fractional
+    # digits (datetime2 reads all six, then rounds to the column as a bound value does); text,
+    # ntext, image, xml and hierarchyid are read as the text or bytes they convert from.
+    JSON_READ_TYPES: ClassVar[dict[str, str]] = {
+        "binary": "varbinary(max)",
+        "varbinary": "varbinary(max)",
+        "image": "varbinary(max)",
+        "timestamp": "varbinary(max)",
+        "rowversion": "varbinary(max)",
+        "text": "varchar(max)",
+        "ntext": "nvarchar(max)",
+        "xml": "nvarchar(max)",
+        "hierarchyid": "nvarchar(4000)",
+        "datetime": "datetime2(7)",
+        "smalldatetime": "datetime2(7)",
+    }
+    # A table variable's column for a type it cannot hold (the deprecated LOB types).
+    HELD_TYPES: ClassVar[dict[str, str]] = {
+        "text": "varchar(max)",
+        "ntext": "nvarchar(max)",
+        "image": "varbinary(max)",
+    }
+    # The error the skip policy's rollback raises when the savepoint cannot be rolled back to.
+    SKIP_NOT_HONOURED: ClassVar[int] = 50000
+
+    def json_type(self, t: SqlType) -> str:
+        """The type OPENJSON ... WITH reads a column's JSON member as."""
+        return self.JSON_READ_TYPES.get(t.base) or self.type_sql(t)
+
+    def held_type(self, t: SqlType) -> str:
+        """A set procedure's table variable column for a column of type t."""
+        return self.HELD_TYPES.get(t.base) or self.type_sql(t)
+
+    def json_path(self, name: str) -> str:
+        """The JSON path of the image member ``name``: ``$."name"``, the name written as a JSON
+        string ("JSON Path expressions": a key with special characters is quoted), so any
+        column name reaches its member; the path travels as a literal (:meth:`literal`)."""
+        import json
+
+        return '$."' + json.dumps(name, ensure_ascii=False)[1:-1] + '"'
+
+    def set_procedure_sql(self, article: Article, op: str) -> str | None:
+        """drop-if-exists, GO, then the set procedure of op (one parameter, ``@rows
+        nvarchar(max)``): installers run it through :meth:`split_script`."""
+        if not self.set_eligible(article, op):
+            return None
+        ctx = self.template_context(article, op)
+        ctx.update(
+            op=op,
+            command=OPS[op].upper(),
+            set_proc=self.qualified(*self.set_proc_name(article, op)),
+            mask=self.set_mask_name(article),
+            row_not_found=ROW_NOT_FOUND,
+            param3=ROW_NOT_FOUND_PARAM3.get(op),
+        )
+        return self.render("set_apply.sql.j2", **ctx)
+
+    def set_call_sql(self, article: Article, op: str) -> str:
+        return f"EXEC {self.qualified(*self.set_proc_name(article, op))} ?"
+
+    # The skip policy (Sender.savepoint_each). Under SET XACT_ABORT ON (session_setup) any
+    # run-time error rolls the whole transaction back, so no savepoint survives it. While the
+    # policy applies calls one at a time, XACT_ABORT is OFF: a statement error (2627, 2601, 547;
+    # sp_MSreplraiserror's RAISERROR; THROW, which "honors SET XACT_ABORT") then rolls back at
+    # most its statement and leaves the transaction open ("SET XACT_ABORT"), and the skipped
+    # call is undone with ROLLBACK TRANSACTION <savepoint> ("SAVE TRANSACTION"). An error that
+    # left the transaction uncommittable (XACT_STATE() = -1: "can't commit the transaction or
+    # roll back to a savepoint; it can only request a full rollback") or rolled it back
+    # (XACT_STATE() = 0) cannot be skipped: the rollback raises, and the error stands.
+    # SAVE TRANSACTION needs an open transaction, and in ODBC's manual-commit mode the driver
+    # runs SET IMPLICIT_TRANSACTIONS ON, under which SAVE TRANSACTION opens none: the loop opens
+    # one with BEGIN TRANSACTION (@@TRANCOUNT 2 under implicit transactions, whose COMMIT at the
+    # loop's end only takes it back to 1: the caller's commit is the real one).
+    def skip_loop_sql(self) -> tuple[list[str], list[str]]:
+        return (
+            ["SET XACT_ABORT OFF", "IF @@TRANCOUNT = 0 BEGIN TRANSACTION"],
+            ["IF @@TRANCOUNT > 1 AND XACT_STATE() = 1 COMMIT TRANSACTION", "SET XACT_ABORT ON"],
+        )
+
+    def skip_rollback_sql(self, name: str) -> str:
+        sp, n = self._savepoint(name), self.SKIP_NOT_HONOURED
+        why = "the error policy skips the error, but it {} (XACT_STATE() = {}): SQL Server cannot roll back to a savepoint, so the skip is not honoured and the error stands"
+        doomed = self.literal(why.format("left the transaction uncommittable", -1))
+        gone = self.literal(why.format("rolled the whole transaction back", 0))
+        return (
+            f"IF XACT_STATE() = -1 THROW {n}, {doomed}, 1;\n"
+            f"IF XACT_STATE() = 0 THROW {n}, {gone}, 1;\n"
+            f"ROLLBACK TRANSACTION {sp}"
+        )
