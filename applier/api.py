@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +30,8 @@ from pyspark.sql import functions as F
 
 from applier import pipeline
 from applier.config import Config, check_config, load_config
+from applier.config.fileformat import spark_settings
+from applier.config.model import SparkSettings
 from applier.errors import ConfigError, InputError, stop_of
 from applier.pipeline.rundir import finish_run_dir, prepare_run_dir
 from applier.report.files import write_reports
@@ -36,7 +39,13 @@ from applier.report.json import run_report, unfinished_report
 from applier.results import RunResult, Verdict
 from applier.sources.files import check_inputs
 from applier.sources.formats import FORMATS, Options, format_class
-from applier.sparkenv import spark_session
+from applier.sparkenv import (
+    check_local_master,
+    check_slots,
+    choose_master,
+    spark_session,
+    under_spark_submit,
+)
 from applier.targets import Endpoint, Target, preflight
 
 __all__ = [
@@ -94,6 +103,9 @@ def run(
     html: str | Path | None = None,
     changes_format: str = "canonical",
     capture: Options | None = None,
+    master: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
+    slot_wait: float | None = None,
 ) -> RunResult:
     """Apply the configured stream (generated, or read from ``changes``) to every subscriber
     with N streams and verify each. ``report`` / ``junit`` / ``html``: also write the JSON
@@ -104,7 +116,10 @@ def run(
     inputs, report, schedule and outcome, for replay, shrink and export.
     ``changes_format`` / ``capture``: captured traffic (``debezium``, ``maxwell``, ``wal2json``,
     ``wal2json2``, ``mssql-cdc``) and how to read it (:class:`applier.sources.formats.Options`);
-    SQL Server CDC may be read from its source database (``capture.source``, no ``changes``)."""
+    SQL Server CDC may be read from its source database (``capture.source``, no ``changes``).
+    ``master`` / ``spark_conf`` / ``slot_wait``: the Spark master, properties and executor
+    wait of a new session, over the configuration's ``[spark]`` (:func:`spark_of`); a run
+    needing more task slots than the session has is refused before anything is set up."""
     started = time.time()
     reached: list[str] = []
     capture = capture_options(changes_format, capture)
@@ -116,6 +131,9 @@ def run(
 
     try:
         config = check_config(config)
+        config = config.replace(spark=spark_of(config, master, spark_conf, slot_wait))
+        if spark is None:  # an explicit local[K] with too few threads: refused before any JVM starts
+            check_local_master(choose_master(config.spark.master, "master"), needed_slots(config))
         check_paths(changes, snapshot, custom_sql, report, work_dir, capture=capture)
         for key, path in (("junit", junit), ("html", html)):
             if path is not None:
@@ -162,6 +180,36 @@ def write_unfinished(
         return write_reports(doc, json=json, junit=junit, html=html)
     except Exception:  # noqa: BLE001 - a report path that cannot be written: the run's error is the news
         return {}
+
+
+def spark_of(
+    config: Config,
+    master: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
+    slot_wait: float | None = None,
+    source: str = "run()",
+) -> SparkSettings:
+    """The configuration's [spark] with these over it (``spark_conf`` over its conf), checked
+    as a file's would be (errors name ``source``)."""
+    if master is None and not spark_conf and slot_wait is None:
+        return config.spark
+    merged = config.spark.merged(master, spark_conf, slot_wait)
+    return spark_settings(merged.to_dict(redact=False), source)
+
+
+def spark_note(settings: SparkSettings) -> str | None:
+    """Under spark-submit, the line that says [spark] / --master / --conf are not applied."""
+    if not under_spark_submit() or (settings.master is None and not settings.conf):
+        return None
+    given = ", ".join(
+        [f"master {settings.master}"] * (settings.master is not None) + [f"{k}={v}" for k, v in settings.conf]
+    )
+    return f"under spark-submit: its --master and --conf rule; not applied: {given}"
+
+
+def needed_slots(config: Config) -> int:
+    """Task slots the run needs at once: its widest subscription's streams."""
+    return max([config.run.streams] + [s.streams or 0 for s in config.subscriptions])
 
 
 _API_NAMES = {"report": "report", "work_dir": "work_dir"}
@@ -228,9 +276,17 @@ def _run(
         if isinstance(target, Target) and not target.started:
             stack.enter_context(target)
         ends = endpoints(config, target)
-        slots = max([config.run.streams] + [s.streams or 0 for s in config.subscriptions])
+        slots = needed_slots(config)
+        if spark is None:
+            note = spark_note(config.spark)
+            if note is not None:
+                logging.getLogger(__name__).warning(note)
+            s = config.spark
+            spark = spark_session(slots, master=s.master, conf=dict(s.conf), master_as="master")
+        # Before anything is generated or installed: N streams need N task slots at once.
+        check_slots(spark, slots, config.spark.slot_wait)
         result = pipeline.run(
-            spark or spark_session(slots),
+            spark,
             config,
             ends,
             changes=changes,
@@ -315,25 +371,15 @@ def generate(
     return changes, snap, cs.changes.count()
 
 
-def procedure_scripts(
-    config: Config, dialect: str, template: str | None = None, proc_schema: str | None = None
-) -> list[tuple[str, str]]:
+def procedure_scripts(config: Config, dialect: str) -> list[tuple[str, str]]:
     """(article, install script) per article, as ``sp_scriptpublicationcustomprocs`` writes them:
     the generated procedures of every operation applied by a default procedure, and a comment
     for the others (custom procedures are the user's, SQL statements need none but the
-    dialect's support objects, NONE is not replicated). ``template`` ("2016" or "legacy") and
-    ``proc_schema`` override the configuration's ``run.proc_template`` / ``run.proc_schema``."""
+    dialect's support objects, NONE is not replicated)."""
     from applier.articles import Syntax
     from applier.dialects import DIALECTS
     from applier.dialects.base import OPS
 
-    if template is not None or proc_schema is not None:
-        run = dataclasses.replace(
-            config.run,
-            proc_template=template or config.run.proc_template,
-            proc_schema=proc_schema or config.run.proc_schema,
-        )
-        config = config.replace(run=run)
     d = DIALECTS[dialect]()
     scripts: list[tuple[str, str]] = []
     for art in config.articles:

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from applier.articles import PROC_TEMPLATES
 from applier.config import WORKLOADS, Config, demo_config, load_config, with_overrides
 from applier.errors import ApplierError, ConfigError, Stopped, TargetError, stop_of
 from applier.sources.formats import FORMATS, Options
@@ -150,6 +149,69 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_spark(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("spark (where the streams run; under spark-submit its own settings rule)")
+    g.add_argument(
+        "--master",
+        metavar="URL",
+        help="Spark master: local[K], spark://host:7077, yarn, k8s://... (default: [spark] master, "
+        "$MASTER / $SPARK_MASTER, else local[max(streams, cores)])",
+    )
+    g.add_argument(
+        "--conf",
+        dest="spark_conf",
+        metavar="KEY=VALUE",
+        action="append",
+        help="a Spark property, e.g. spark.executor.memory=2g (repeatable; over [spark] conf)",
+    )
+    g.add_argument(
+        "--slot-wait",
+        type=float,
+        metavar="SECONDS",
+        help="how long a cluster's executors may take to offer the N task slots N streams need (default 30)",
+    )
+
+
+def _spark(a: argparse.Namespace, config: Config, console: Any) -> Config:
+    """The configuration with --master / --conf / --slot-wait over its [spark], checked; under
+    spark-submit they and [spark] are not applied, which one console line says."""
+    import applier.api
+    from applier.config.model import SparkSettings
+    from applier.sparkenv import check_local_master, choose_master, under_spark_submit
+
+    props: dict[str, str] = {}
+    for item in getattr(a, "spark_conf", None) or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError(f"--conf {item}: expected KEY=VALUE, e.g. spark.executor.memory=2g")
+        props[key.strip()] = value
+    master, wait = getattr(a, "master", None), getattr(a, "slot_wait", None)
+    try:
+        spark = applier.api.spark_of(config, master, props, wait, source="command line")
+    except ConfigError as e:
+        names = {
+            "spark.master": "--master",
+            "spark.conf.": "--conf ",
+            "spark.conf": "--conf",
+            "spark.slot_wait": "--slot-wait",
+        }
+        text = str(e)
+        for key, flag in names.items():
+            text = text.replace(f"command line: {key}", flag)
+        raise ConfigError(text) from None
+    note = applier.api.spark_note(spark)
+    if note is not None:
+        console.print(note, highlight=False)
+        spark = SparkSettings(slot_wait=spark.slot_wait)
+    elif not under_spark_submit():
+        chosen = choose_master(spark.master, "--master" if master else "[spark] master")
+        # An explicit local[K] too small for the streams: refused before the target starts.
+        check_local_master(chosen, applier.api.needed_slots(config))
+        if chosen.url is not None:
+            console.print(f"spark: {chosen.url} ({chosen.source})", highlight=False)
+    return config.replace(spark=spark)
+
+
 def _config(a: argparse.Namespace) -> Config:
     """The configuration file (or the demo's), with the command line's settings over it,
     validated as one; an error names the option (``--streams: ...``)."""
@@ -248,6 +310,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     config: Config | None = None
     try:
         config = _config(a)
+        config = _spark(a, config, console)
         try:
             target = applier.Target.parse(a.target, keep=a.keep)
         except ApplierError as e:
@@ -371,7 +434,7 @@ def cmd_procs(a: argparse.Namespace) -> int:
     import applier.api
 
     config = load_config(a.config) if a.config else demo_config()
-    scripts = applier.api.procedure_scripts(config, a.dialect, template=a.template, proc_schema=a.proc_schema)
+    scripts = applier.api.procedure_scripts(config, a.dialect)
     if a.out:
         out = Path(a.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -446,6 +509,7 @@ def parser() -> argparse.ArgumentParser:
     )
     _add_settings(r)
     _add_run(r)
+    _add_spark(r)
     r.add_argument(
         "--target", help="embedded (default) | mssql | postgres-container | an ODBC connection string"
     )
@@ -507,15 +571,6 @@ def parser() -> argparse.ArgumentParser:
         "--config", "--articles", dest="config", help="the articles' configuration (default: the demo's)"
     )
     pr.add_argument("--out", help="folder: one script per article")
-    pr.add_argument(
-        "--template",
-        choices=list(PROC_TEMPLATES),
-        help="procedure text: 2016 (as SQL Server 2016+ generates it; default) or legacy (the documented older form)",
-    )
-    pr.add_argument(
-        "--proc-schema",
-        help="schema of the procedures (default: the subscriber's default schema, as SQL Server creates them)",
-    )
     pr.set_defaults(func=cmd_procs)
     sc = sub.add_parser("schema", help="print (or write) the configuration file's JSON Schema")
     sc.add_argument("--out", help="write it to this file")

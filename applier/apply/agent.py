@@ -42,6 +42,7 @@ from applier.apply.sender import (
 from applier.apply.streams import Task, run_streams
 from applier.errors import TargetError
 from applier.plan.calls import Call, Planner
+from applier.sparkenv import executor_id
 from applier.targets.progress import ProgressTable
 
 log = logging.getLogger("applier.apply")
@@ -329,6 +330,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                     "barrier_wait_seconds": round(wait_s, 4),
                     "round_trips": sender.round_trips,
                     "reconnects": sender.reconnects,
+                    "executor": executor_id(),  # which executor (and host) ran this stream
                 }
             ),
         )

@@ -39,6 +39,7 @@ from applier.apply.sender import (
 )
 from applier.apply.streams import Task, run_streams
 from applier.plan.calls import Call, Planner
+from applier.sparkenv import executor_id
 from applier.targets.progress import ProgressTable
 
 DEPENDENCY_WAIT_S = 30.0
@@ -219,6 +220,7 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
                     "deferred": len(deferred),
                     "round_trips": sender.round_trips,
                     "reconnects": sender.reconnects,
+                    "executor": executor_id(),  # which executor (and host) ran this stream
                 }
             ),
         )

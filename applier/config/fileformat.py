@@ -1,6 +1,7 @@
 """The configuration file format: pydantic models, their JSON Schema, their errors in words.
 
-Owns the shape of a file (top level ``run``, ``workload``, ``articles``, ``subscriptions``):
+Owns the shape of a file (top level ``run``, ``workload``, ``articles``, ``subscriptions``,
+``spark``):
 unknown keys are refused and types are strict (``"4"`` is not an int, ``true`` is not an int),
 and each key's own value is checked here (ranges, names, column types, call syntaxes, error
 policies). What spans keys is checked by ``files.py``, which turns these into the domain model.
@@ -9,7 +10,8 @@ policies). What spans keys is checked by ``files.py``, which turns these into th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, get_args
 
 from pydantic import (
@@ -25,15 +27,17 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
-from applier.articles import PROC_TEMPLATES, Delivery, parse_type
+from applier.articles import Delivery, parse_type
 from applier.config.model import (
     HAZARD_WORKLOADS,
     MODELS,
     PARTITIONS,
     SCHEDULE_STRATEGIES,
     SCHEDULES,
+    SLOT_WAIT_SECONDS,
     WORKLOADS,
     RunSettings,
+    SparkSettings,
     Workload,
 )
 from applier.config.policy import POLICY_FORMS, ErrorPolicy
@@ -47,7 +51,6 @@ _CHOICES: dict[str, tuple[Sequence[str], str]] = {
     "schedule": (SCHEDULES, "schedule"),
     "schedule_strategy": (SCHEDULE_STRATEGIES, "schedule strategy"),
     "kind": (WORKLOADS, "workload"),
-    "proc_template": (PROC_TEMPLATES, "procedure template"),
 }
 
 
@@ -90,9 +93,7 @@ class _Table(BaseModel):
                 raise ValueError(f"{info.field_name} must be {bound} (a {bits}-bit integer), got {v}")
         return v
 
-    @field_validator(
-        "partition", "model", "kind", "schedule", "schedule_strategy", "proc_template", check_fields=False
-    )
+    @field_validator("partition", "model", "kind", "schedule", "schedule_strategy", check_fields=False)
     @classmethod
     def _choice(cls, v: str, info: ValidationInfo) -> str:
         names, noun = _CHOICES[str(info.field_name)]
@@ -145,16 +146,6 @@ class RunSection(_Table):
     pct_depth: int = Field(default=_RUN.pct_depth, ge=1, le=1000, description="PCT bug depth d")
     schedule_file: str | None = Field(
         default=_RUN.schedule_file, description="a recorded schedule.jsonl to follow (strategy recorded)"
-    )
-    proc_schema: str | None = Field(
-        default=_RUN.proc_schema,
-        min_length=1,
-        description="schema of the generated procedures (default: the subscriber's default schema, dbo on SQL Server)",
-    )
-    proc_template: str = Field(
-        default=_RUN.proc_template,
-        description="procedure text: 2016 (as SQL Server 2016+ generates it) or legacy (the documented older form)",
-        json_schema_extra=_enum(PROC_TEMPLATES),
     )
 
     @field_validator("error_policy")
@@ -275,9 +266,6 @@ class SubscriptionEntry(_Table):
     sqldml_threshold: int = Field(
         default=50, ge=1, description="rs_sqldml: statements of at least this many rows"
     )
-    proc_schema: str | None = Field(
-        default=None, min_length=1, description="schema of its procedures (default: run.proc_schema)"
-    )
     articles: list[SubscriptionArticleEntry] | None = Field(
         default=None, description="articles taken (default: all)"
     )
@@ -288,6 +276,84 @@ class SubscriptionEntry(_Table):
         if not v.strip():
             raise ValueError("must not be empty")
         return v
+
+
+MASTER_FORMS = "local, local[K], local[*], spark://host:port, yarn, k8s://https://host:port"
+_MASTER = re.compile(
+    r"local(\[(\*|[1-9][0-9]*)(,\s*[0-9]+)?\])?|local-cluster\[[1-9][0-9]*,\s*[1-9][0-9]*,\s*[0-9]+\]"
+    r"|spark://\S+|yarn|k8s://\S+"
+)
+
+
+def _flat(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{spark = {executor = {memory = "2g"}}}`` (TOML's dotted keys unquoted) as
+    ``{"spark.executor.memory": "2g"}``."""
+    out: dict[str, Any] = {}
+    for k, v in table.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(_flat(v, f"{key}."))
+        else:
+            out[key] = v
+    return out
+
+
+class SparkSection(_Table):
+    """[spark]: where the Spark session runs (ignored under spark-submit: its settings rule)."""
+
+    master: str | None = Field(
+        default=None,
+        description=f"master URL ({MASTER_FORMS}); default $MASTER / $SPARK_MASTER, else local[max(streams, cores)]",
+    )
+    conf: dict[str, str | int | float | bool] = Field(
+        default_factory=dict,
+        description='Spark properties, e.g. { "spark.executor.memory" = "2g", "spark.cores.max" = 4 }',
+    )
+    slot_wait: float = Field(
+        default=SLOT_WAIT_SECONDS,
+        ge=0,
+        le=600,
+        description="seconds a cluster's executors may take to offer the N task slots N streams need",
+    )
+
+    @field_validator("master")
+    @classmethod
+    def _master(cls, v: str | None) -> str | None:
+        if v is not None and not _MASTER.fullmatch(v.strip()):
+            raise ValueError(f"not a Spark master URL: {v!r} (expected {MASTER_FORMS})")
+        return v.strip() if v is not None else None
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _nested(cls, v: Any) -> Any:
+        return _flat(v) if isinstance(v, Mapping) else v
+
+    @field_validator("conf")
+    @classmethod
+    def _properties(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key in v:
+            if key == "spark.master":
+                raise _At(key, "give the master as `master` (or --master), not as a property")
+            if not key.startswith("spark.") or key == "spark.":
+                raise _At(key, "not a Spark property (they start with `spark.`)")
+        return v
+
+    def settings(self) -> SparkSettings:
+        """The domain model's settings (property values as Spark reads them: strings)."""
+
+        def text(v: Any) -> str:
+            return str(v).lower() if isinstance(v, bool) else str(v)
+
+        return SparkSettings(self.master, tuple((k, text(v)) for k, v in self.conf.items()), self.slot_wait)
+
+
+def spark_settings(table: Mapping[str, Any], source: str) -> SparkSettings:
+    """A [spark] table given outside a file (the command line, the API), checked as a file's
+    would be; errors read ``{source}: spark.{key}: ...``."""
+    problems = Problems(source)
+    problems.validate(SparkSection, dict(table), ("spark",))
+    problems.check()
+    return SparkSection.model_validate(dict(table)).settings()
 
 
 class ConfigFile(_Table):
@@ -304,6 +370,9 @@ class ConfigFile(_Table):
     )
     subscriptions: list[SubscriptionEntry] | None = Field(
         default=None, min_length=1, description="subscriber databases"
+    )
+    spark: SparkSection = Field(
+        default_factory=lambda: SparkSection(), description="where Spark runs: master, properties"
     )
 
 

@@ -27,6 +27,7 @@ from applier.config.fileformat import (
     Loc,
     Problems,
     RunSection,
+    SparkSection,
     SubscriptionEntry,
     WorkloadSection,
     quiet,
@@ -142,7 +143,6 @@ def _subscription(
         target=f.target,
         streams=f.streams,
         sqldml_threshold=f.sqldml_threshold,
-        proc_schema=f.proc_schema,
     )
 
 
@@ -215,7 +215,9 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     assert run is not None and workload is not None and articles is not None  # else a problem says why
     settings = RunSettings(**{**run.model_dump(), "error_policy": ErrorPolicy.parse(run.error_policy)})
     generator = Workload(**{**workload.model_dump(), "key_update_share": float(workload.key_update_share)})
-    return Config(articles, settings, generator, source, tuple(subscriptions))
+    spark = quiet(SparkSection, data.get("spark", {}))
+    assert spark is not None  # else a problem says why
+    return Config(articles, settings, generator, source, tuple(subscriptions), spark.settings())
 
 
 def load_config(path: str | Path) -> Config:
@@ -364,6 +366,8 @@ def _as_file(config: Config, run: Mapping[str, Any], workload: Mapping[str, Any]
     d["workload"].update(workload)
     if config.subscriptions:
         d["subscriptions"] = [subscription_to_dict(s, redact=False) for s in config.subscriptions]
+    if "spark" in d:
+        d["spark"] = config.spark.to_dict(redact=False)
     # A file with a hazard workload gives no articles; the demo's own config does.
     placeholders = config.workload.kind in HAZARD_WORKLOADS and config.source != Config.source
     if config.articles == demo_articles() and (d["workload"].get("kind") in HAZARD_WORKLOADS or placeholders):

@@ -1,14 +1,16 @@
 """The domain model of a run's configuration: plain frozen dataclasses, no validation.
 
 Owns the names of the workloads, partition strategies and apply models, and the classes
-:class:`Workload`, :class:`RunSettings`, :class:`ArticleSubscription`, :class:`Subscription`
-and :class:`Config`. They are validated once, where they come in (``files.py``); Spark
+:class:`Workload`, :class:`RunSettings`, :class:`SparkSettings`, :class:`ArticleSubscription`,
+:class:`Subscription` and :class:`Config`. They are validated once, where they come in (``files.py``); Spark
 pickles them to executors, so they stay plain dataclasses.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,11 +74,46 @@ class RunSettings:
     schedule_strategy: str = "pct"  # pct | random | recorded (follow schedule_file)
     pct_depth: int = 3  # PCT's bug depth d: d - 1 priority change points
     schedule_file: str | None = None  # a recorded schedule.jsonl (strategy recorded)
-    # Where the generated procedures live (None: the subscriber's default schema, as SQL Server
-    # creates them) and their text: "2016" (SQL Server 2016+'s) or "legacy" (the documented
-    # older layout). Every article takes them (Config); a subscription may name its own schema.
-    proc_schema: str | None = None
-    proc_template: str = "2016"
+
+
+SLOT_WAIT_SECONDS = 30.0  # how long a cluster's executors may take to register (spark.slot_wait)
+_SECRET_CONF = re.compile(r"password|secret|token|credential|\.key$|access\.?key", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """Where the Spark session runs ([spark]): the master URL (None: ``$MASTER`` /
+    ``$SPARK_MASTER``, else ``local[max(streams, cores)]``), Spark properties set on it
+    (``conf``, in the order given), and how long to wait for a cluster's executors to offer
+    the N task slots a barrier stage of N streams needs. Under spark-submit the launcher's
+    settings rule and these are not applied."""
+
+    master: str | None = None
+    conf: tuple[tuple[str, str], ...] = ()
+    slot_wait: float = SLOT_WAIT_SECONDS
+
+    def merged(
+        self, master: str | None = None, conf: Mapping[str, str] | None = None, slot_wait: float | None = None
+    ) -> SparkSettings:
+        """These settings with ``master`` / ``slot_wait`` (when given) instead, ``conf`` over
+        this conf (a key given again takes the new value)."""
+        props = dict(self.conf)
+        props.update(conf or {})
+        return SparkSettings(
+            master if master is not None else self.master,
+            tuple(props.items()),
+            slot_wait if slot_wait is not None else self.slot_wait,
+        )
+
+    def to_dict(self, *, redact: bool = True) -> dict[str, Any]:
+        """The [spark] table; ``redact``: values of properties named like secrets read ``***``."""
+        out: dict[str, Any] = {}
+        if self.master is not None:
+            out["master"] = self.master
+        if self.conf:
+            out["conf"] = {k: "***" if redact and _SECRET_CONF.search(k) else v for k, v in self.conf}
+        out["slot_wait"] = self.slot_wait
+        return out
 
 
 @dataclass(frozen=True)
@@ -98,7 +135,6 @@ class Subscription:
     target: str | None = None  # an ODBC connection string instead
     streams: int | None = None  # default: [run] streams
     sqldml_threshold: int = 50  # rs_sqldml: statements of at least this many rows go as statements
-    proc_schema: str | None = None  # its procedures' schema (default: run.proc_schema)
 
     def of(self, article: str) -> ArticleSubscription | None:
         """How this subscription takes ``article`` (None: it does not take it)."""
@@ -133,15 +169,7 @@ class Config:
     workload: Workload = field(default_factory=Workload)
     source: str = "<defaults>"
     subscriptions: tuple[Subscription, ...] = ()
-
-    def __post_init__(self) -> None:
-        # The run's procedure schema and template reach every article, a hazard workload's too.
-        schema, template = self.run.proc_schema, self.run.proc_template
-        if any(a.proc_schema != schema or a.proc_template != template for a in self.articles):
-            placed = tuple(
-                dataclasses.replace(a, proc_schema=schema, proc_template=template) for a in self.articles
-            )
-            object.__setattr__(self, "articles", placed)
+    spark: SparkSettings = field(default_factory=SparkSettings)
 
     def article(self, name: str) -> Article:
         for a in self.articles:
@@ -153,8 +181,9 @@ class Config:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """``source`` and the file format's sections (run, workload, articles, subscriptions);
-        subscription targets, which may hold passwords, read ``***``."""
+        """``source`` and the file format's sections (run, workload, articles, subscriptions,
+        spark when set); subscription targets, which may hold passwords, read ``***``, and so do
+        Spark properties named like secrets."""
         out: dict[str, Any] = {
             "source": self.source,
             "run": {**dataclasses.asdict(self.run), "error_policy": str(self.run.error_policy)},
@@ -163,6 +192,8 @@ class Config:
         }
         if self.subscriptions:
             out["subscriptions"] = [subscription_to_dict(s) for s in self.subscriptions]
+        if self.spark != SparkSettings():
+            out["spark"] = self.spark.to_dict()
         return out
 
 
@@ -176,8 +207,6 @@ def subscription_to_dict(s: Subscription, *, redact: bool = True) -> dict[str, A
     if s.streams is not None:
         out["streams"] = s.streams
     out["sqldml_threshold"] = s.sqldml_threshold
-    if s.proc_schema is not None:
-        out["proc_schema"] = s.proc_schema
     if s.articles is not None:
         out["articles"] = [_article_subscription_dict(a) for a in s.articles]
     return out

@@ -368,6 +368,5 @@ def sub_articles(schemas: Schemas, sub: Subscription, versions: dict[str, int]) 
         asub = sub.of(name)
         if asub is None:
             continue
-        a = subscribed_article(vs[versions.get(name, 1) - 1], asub)
-        out.append(replace(a, proc_schema=sub.proc_schema) if sub.proc_schema else a)
+        out.append(subscribed_article(vs[versions.get(name, 1) - 1], asub))
     return tuple(out)
