@@ -371,15 +371,25 @@ def generate(
     return changes, snap, cs.changes.count()
 
 
-def procedure_scripts(config: Config, dialect: str) -> list[tuple[str, str]]:
+def procedure_scripts(
+    config: Config, dialect: str, template: str | None = None, proc_schema: str | None = None
+) -> list[tuple[str, str]]:
     """(article, install script) per article, as ``sp_scriptpublicationcustomprocs`` writes them:
     the generated procedures of every operation applied by a default procedure, and a comment
     for the others (custom procedures are the user's, SQL statements need none but the
-    dialect's support objects, NONE is not replicated)."""
+    dialect's support objects, NONE is not replicated). ``template`` ("2016" or "legacy") and
+    ``proc_schema`` override the configuration's ``run.proc_template`` / ``run.proc_schema``."""
     from applier.articles import Syntax
     from applier.dialects import DIALECTS
     from applier.dialects.base import OPS
 
+    if template is not None or proc_schema is not None:
+        run = dataclasses.replace(
+            config.run,
+            proc_template=template or config.run.proc_template,
+            proc_schema=proc_schema or config.run.proc_schema,
+        )
+        config = config.replace(run=run)
     d = DIALECTS[dialect]()
     scripts: list[tuple[str, str]] = []
     for art in config.articles:

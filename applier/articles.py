@@ -142,6 +142,11 @@ class Syntax(str, enum.Enum):
     NONE = "NONE"
 
 
+# How generated procedures are written: as SQL Server 2016 and later generate them (one
+# parameter per line, @primarykey_text, sp_MSreplraiserror with the table and key), or the
+# documented older form (one-line parameter list, bare ``exec sp_MSreplraiserror 20598``).
+PROC_TEMPLATES = ("2016", "legacy")
+
 _ALLOWED = {
     "insert": {Syntax.CALL, Syntax.SQL, Syntax.NONE},
     "update": {Syntax.CALL, Syntax.SCALL, Syntax.MCALL, Syntax.XCALL, Syntax.SQL, Syntax.NONE},
@@ -190,9 +195,22 @@ class Article:
     # treats their values as keys. references: (columns, parent article, parent columns).
     unique: tuple[tuple[str, ...], ...] = ()
     references: tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...] = ()
+    # Where the apply procedures live and how their text is laid out. None: the subscriber's
+    # default schema, as SQL Server creates them (``create procedure [sp_MSins_...]``, in the
+    # agent user's default schema, dbo unless the subscription says otherwise; on PostgreSQL
+    # the first schema of the search_path); an unqualified custom procedure resolves there too.
+    proc_schema: str | None = None
+    proc_template: str = "2016"  # PROC_TEMPLATES: SQL Server 2016+'s text, or the documented older one
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
+        if self.proc_template not in PROC_TEMPLATES:
+            raise ConfigError(
+                f"article {self.name}: procedure template {self.proc_template!r} "
+                f"(one of {', '.join(PROC_TEMPLATES)})"
+            )
+        if self.proc_schema == "":
+            raise ConfigError(f"article {self.name}: empty procedure schema")
         if not self.columns:
             raise ConfigError(f"article {self.name}: no columns")
         dup = {n for n in names if names.count(n) > 1}

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from applier.articles import PROC_TEMPLATES
 from applier.config import WORKLOADS, Config, demo_config, load_config, with_overrides
 from applier.errors import ApplierError, ConfigError, Stopped, TargetError, stop_of
 from applier.sources.formats import FORMATS, Options
@@ -434,7 +435,7 @@ def cmd_procs(a: argparse.Namespace) -> int:
     import applier.api
 
     config = load_config(a.config) if a.config else demo_config()
-    scripts = applier.api.procedure_scripts(config, a.dialect)
+    scripts = applier.api.procedure_scripts(config, a.dialect, template=a.template, proc_schema=a.proc_schema)
     if a.out:
         out = Path(a.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -571,6 +572,15 @@ def parser() -> argparse.ArgumentParser:
         "--config", "--articles", dest="config", help="the articles' configuration (default: the demo's)"
     )
     pr.add_argument("--out", help="folder: one script per article")
+    pr.add_argument(
+        "--template",
+        choices=list(PROC_TEMPLATES),
+        help="procedure text: 2016 (as SQL Server 2016+ generates it; default) or legacy (the documented older form)",
+    )
+    pr.add_argument(
+        "--proc-schema",
+        help="schema of the procedures (default: the subscriber's default schema, as SQL Server creates them)",
+    )
     pr.set_defaults(func=cmd_procs)
     sc = sub.add_parser("schema", help="print (or write) the configuration file's JSON Schema")
     sc.add_argument("--out", help="write it to this file")

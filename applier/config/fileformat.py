@@ -27,7 +27,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
-from applier.articles import Delivery, parse_type
+from applier.articles import PROC_TEMPLATES, Delivery, parse_type
 from applier.config.model import (
     HAZARD_WORKLOADS,
     MODELS,
@@ -51,6 +51,7 @@ _CHOICES: dict[str, tuple[Sequence[str], str]] = {
     "schedule": (SCHEDULES, "schedule"),
     "schedule_strategy": (SCHEDULE_STRATEGIES, "schedule strategy"),
     "kind": (WORKLOADS, "workload"),
+    "proc_template": (PROC_TEMPLATES, "procedure template"),
 }
 
 
@@ -93,7 +94,9 @@ class _Table(BaseModel):
                 raise ValueError(f"{info.field_name} must be {bound} (a {bits}-bit integer), got {v}")
         return v
 
-    @field_validator("partition", "model", "kind", "schedule", "schedule_strategy", check_fields=False)
+    @field_validator(
+        "partition", "model", "kind", "schedule", "schedule_strategy", "proc_template", check_fields=False
+    )
     @classmethod
     def _choice(cls, v: str, info: ValidationInfo) -> str:
         names, noun = _CHOICES[str(info.field_name)]
@@ -146,6 +149,16 @@ class RunSection(_Table):
     pct_depth: int = Field(default=_RUN.pct_depth, ge=1, le=1000, description="PCT bug depth d")
     schedule_file: str | None = Field(
         default=_RUN.schedule_file, description="a recorded schedule.jsonl to follow (strategy recorded)"
+    )
+    proc_schema: str | None = Field(
+        default=_RUN.proc_schema,
+        min_length=1,
+        description="schema of the generated procedures (default: the subscriber's default schema, dbo on SQL Server)",
+    )
+    proc_template: str = Field(
+        default=_RUN.proc_template,
+        description="procedure text: 2016 (as SQL Server 2016+ generates it) or legacy (the documented older form)",
+        json_schema_extra=_enum(PROC_TEMPLATES),
     )
 
     @field_validator("error_policy")
@@ -265,6 +278,9 @@ class SubscriptionEntry(_Table):
     )
     sqldml_threshold: int = Field(
         default=50, ge=1, description="rs_sqldml: statements of at least this many rows"
+    )
+    proc_schema: str | None = Field(
+        default=None, min_length=1, description="schema of its procedures (default: run.proc_schema)"
     )
     articles: list[SubscriptionArticleEntry] | None = Field(
         default=None, description="articles taken (default: all)"

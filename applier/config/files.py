@@ -143,6 +143,7 @@ def _subscription(
         target=f.target,
         streams=f.streams,
         sqldml_threshold=f.sqldml_threshold,
+        proc_schema=f.proc_schema,
     )
 
 

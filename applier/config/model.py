@@ -74,6 +74,11 @@ class RunSettings:
     schedule_strategy: str = "pct"  # pct | random | recorded (follow schedule_file)
     pct_depth: int = 3  # PCT's bug depth d: d - 1 priority change points
     schedule_file: str | None = None  # a recorded schedule.jsonl (strategy recorded)
+    # Where the generated procedures live (None: the subscriber's default schema, as SQL Server
+    # creates them) and their text: "2016" (SQL Server 2016+'s) or "legacy" (the documented
+    # older layout). Every article takes them (Config); a subscription may name its own schema.
+    proc_schema: str | None = None
+    proc_template: str = "2016"
 
 
 SLOT_WAIT_SECONDS = 30.0  # how long a cluster's executors may take to register (spark.slot_wait)
@@ -135,6 +140,7 @@ class Subscription:
     target: str | None = None  # an ODBC connection string instead
     streams: int | None = None  # default: [run] streams
     sqldml_threshold: int = 50  # rs_sqldml: statements of at least this many rows go as statements
+    proc_schema: str | None = None  # its procedures' schema (default: run.proc_schema)
 
     def of(self, article: str) -> ArticleSubscription | None:
         """How this subscription takes ``article`` (None: it does not take it)."""
@@ -170,6 +176,15 @@ class Config:
     source: str = "<defaults>"
     subscriptions: tuple[Subscription, ...] = ()
     spark: SparkSettings = field(default_factory=SparkSettings)
+
+    def __post_init__(self) -> None:
+        # The run's procedure schema and template reach every article, a hazard workload's too.
+        schema, template = self.run.proc_schema, self.run.proc_template
+        if any(a.proc_schema != schema or a.proc_template != template for a in self.articles):
+            placed = tuple(
+                dataclasses.replace(a, proc_schema=schema, proc_template=template) for a in self.articles
+            )
+            object.__setattr__(self, "articles", placed)
 
     def article(self, name: str) -> Article:
         for a in self.articles:
@@ -207,6 +222,8 @@ def subscription_to_dict(s: Subscription, *, redact: bool = True) -> dict[str, A
     if s.streams is not None:
         out["streams"] = s.streams
     out["sqldml_threshold"] = s.sqldml_threshold
+    if s.proc_schema is not None:
+        out["proc_schema"] = s.proc_schema
     if s.articles is not None:
         out["articles"] = [_article_subscription_dict(a) for a in s.articles]
     return out

@@ -92,6 +92,12 @@ def key_param(op: str, syntax: Syntax, index1: int, key_index1: int) -> str:
     return f"pkc{key_index1}"
 
 
+def bracketed(name: str) -> str:
+    """A name as QUOTENAME writes it: [name] with ] doubled. SQL Server's 20598 message names
+    the table and key columns so; both dialects' messages use it for the same text."""
+    return "[" + name.replace("]", "]]") + "]"
+
+
 def bitmap_width(ncols: int) -> int:
     """SCALL/MCALL bitmap bytes: binary(ceil(n/8)) as SQL Server generates it."""
     return max(1, math.ceil(ncols / 8))
@@ -191,8 +197,8 @@ class Dialect(SchemaStatements):
             if "." in d.procedure:
                 s, n = d.procedure.split(".", 1)
                 return s, n
-            return article.schema, d.procedure
-        return article.schema, f"{_PREFIX[op]}{article.schema}{article.table}"
+            return article.proc_schema, d.procedure
+        return article.proc_schema, f"{_PREFIX[op]}{article.schema}{article.table}"
 
     def proc_ref(self, article: Article, op: str) -> str:
         s, n = self.proc_name(article, op)
@@ -214,9 +220,11 @@ class Dialect(SchemaStatements):
         if syntax == Syntax.XCALL:
             old = [ProcParam(f"c{i}_old", c.type) for i, c in enumerate(cols, 1)]
             return old + [ProcParam(f"c{i}", c.type) for i, c in enumerate(cols, 1)]
+        # SCALL passes only the changed values: every value and key parameter defaults to NULL
+        # (SQL Server 2016+ writes "@pkc1 int = NULL" too; the bitmap has no default).
         dflt = syntax == Syntax.SCALL
         params = [ProcParam(f"c{i}", c.type, default_null=dflt) for i, c in enumerate(cols, 1)]
-        params += [ProcParam(f"pkc{i}", c.type) for i, c in enumerate(keys, 1)]
+        params += [ProcParam(f"pkc{i}", c.type, default_null=dflt) for i, c in enumerate(keys, 1)]
         if syntax in (Syntax.SCALL, Syntax.MCALL):
             params.append(ProcParam("bitmap", None))
         return params
@@ -252,6 +260,7 @@ class Dialect(SchemaStatements):
                 {
                     "name": k.name,
                     "q": self.quote(k.name),
+                    "text": bracketed(k.name),  # as the 20598 message names it
                     "pk": j,
                     "i": i,
                     "type": self.type_sql(k.type),
@@ -265,7 +274,9 @@ class Dialect(SchemaStatements):
         return {
             "article": article,
             "table": self.table(article),
-            "table_text": f"[{article.schema}].[{article.table}]",
+            # the table as SQL Server's 20598 message names it (QUOTENAME's brackets, in
+            # every dialect, so both name a table the same way)
+            "table_text": f"{bracketed(article.schema)}.{bracketed(article.table)}",
             "proc": self.proc_ref(article, op),
             "cols": cols,
             "keys": keys,

@@ -173,7 +173,8 @@ class PostgresDialect(Dialect):
     def procedure_exists_sql(self) -> str:
         return (
             "SELECT count(*) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n "
-            "ON n.oid = p.pronamespace WHERE n.nspname = ? AND p.proname = ? AND p.prokind = 'p'"
+            "ON n.oid = p.pronamespace WHERE n.nspname = coalesce(?, current_schema()) AND p.proname = ? "
+            "AND p.prokind = 'p'"
         )
 
     def support_sql(self) -> list[str]:

@@ -1,32 +1,33 @@
 """T-SQL dialect: SQL Server subscribers, with the procedures SQL Server itself generates.
 
-Procedure text follows SQL Server's generated ``sp_MSins_/sp_MSupd_/sp_MSdel_`` procedures
-(seed 003 and the procedures SQL Server 2016+ writes at subscribers): ``@c1..@cn``,
-``@pkc1..@pkck``, ``@bitmap binary(ceil(n/8))``, the key-changed branch for a key that is not
-an identity column, and after zero rows error 20598 through
+Procedure text is SQL Server 2016+'s generated ``sp_MSins_/sp_MSupd_/sp_MSdel_`` procedures
+(``--template 2016``, the default; ``legacy``: the documented older layout with the bare
+``exec sp_MSreplraiserror 20598``): ``@c1..@cn``, ``@pkc1..@pkck``, ``@bitmap
+binary(ceil(n/8))``, the key-changed branch for a key that is not an identity column (none
+when every column is a key column), and after zero rows error 20598 through
 ``sp_MSreplraiserror @errorid=20598, @param1=N'[schema].[table]', @param2=@primarykey_text,
-@param3=13233`` (13234 for deletes).
+@param3=13233`` (13234 for deletes) where the server's ``sp_MSreplraiserror`` takes
+``@param3``, the bare ``@errorid=20598`` otherwise. Procedures are created where SQL Server
+creates them: unqualified, in the default schema of the user applying (dbo unless the
+subscription says otherwise), or in the article's ``proc_schema``.
 
 SQL statement delivery (seed 002) sends each update or delete as ``exec sp_executesql
 N'<statement + the same zero-row check>', N'<parameters>', ?, ...``: the statement's
 variables are its own even in a batch of many calls, and every value stays bound.
 
-Row not found without the replication procedures. A plain SQL Server (a container, a
-database where replication was never configured) may lack ``sp_MSreplraiserror``. The
-procedures then raise with ``THROW 120598, <message>, 1`` (:data:`ROW_NOT_FOUND_THROWN`):
-THROW takes any error number from 50000 to 2147483647 without a ``sys.messages`` entry
-("THROW (Transact-SQL)", learn.microsoft.com/sql/t-sql/language-elements/throw-transact-sql),
-whereas RAISERROR with a number needs the message in ``sys.messages`` and RAISERROR with a
-text always raises 50000. 120598 is 20598 with a leading 1: it cannot be mistaken for a
-server message (those are below 50000) and is easy to find in logs; the message carries the
-same words, table and key text as SQL Server 2016+. :meth:`TsqlDialect.classify` maps both
-20598 and 120598 to ROW_NOT_FOUND with code "20598", so error policies such as
-``2601:2627:20598`` apply to both.
-
-One difference remains: ``sp_MSreplraiserror`` raises with RAISERROR, which leaves the
-transaction open and lets a batch continue, while THROW ends the batch and, under
-``XACT_ABORT ON``, rolls the transaction back. The apply loop rolls back after any error,
-so both end in the same state.
+Row not found without the replication procedures. ``sp_MSreplraiserror`` is a system
+procedure of every SQL Server with replication components; a server without it (an edition
+or container without them) gets, from :meth:`TsqlDialect.support_sql`, a ``dbo`` procedure
+of that name that raises with ``THROW 120598, <the 20598 message>, 1``
+(:data:`ROW_NOT_FOUND_THROWN`): THROW takes any number from 50000 up without a
+``sys.messages`` entry ("THROW (Transact-SQL)"), whereas RAISERROR with a number needs the
+message in ``sys.messages``. SQL Server looks for an ``sp_`` procedure in ``sys`` first, then
+in the database's schemas ("CREATE PROCEDURE", naming): the server's own wins where it
+exists, so the generated text stays SQL Server's. :meth:`TsqlDialect.classify` maps both 20598
+and 120598 to ROW_NOT_FOUND with code "20598", so error policies such as ``2601:2627:20598``
+apply to both. One difference remains: RAISERROR leaves the transaction open, THROW ends the
+batch (and under ``XACT_ABORT ON`` rolls back); the apply loop rolls back after any error, so
+both end in the same state.
 
 Classification uses SQL Server's native error number (pyodbc prints it as ``(NNNN)``
 after the text; see :func:`native_code`) and SQLSTATE class 08 for
@@ -42,9 +43,9 @@ from applier.articles import Article, SqlType, Syntax
 from applier.dialects.base import OPS, Classified, ConflictClass, Dialect
 
 ROW_NOT_FOUND = 20598
-ROW_NOT_FOUND_THROWN = 120598  # THROW's number when sp_MSreplraiserror is absent
+ROW_NOT_FOUND_THROWN = 120598  # THROW's number in the stand-in sp_MSreplraiserror (support_sql)
 ROW_NOT_FOUND_PARAM3 = {"U": 13233, "D": 13234}  # sp_MSreplraiserror @param3, as SQL Server 2016+
-KEY_TEXT_WIDTH = 2048  # @primarykey_text; SQL Server writes nvarchar(100), THROW's limit is 2048
+KEY_TEXT_WIDTH = 100  # @primarykey_text nvarchar(100), as SQL Server 2016+ declares it
 
 # native error number -> (class, transient)
 _BY_NATIVE: dict[int, tuple[ConflictClass, bool]] = {
@@ -207,16 +208,21 @@ class TsqlDialect(Dialect):
     # -- procedures ------------------------------------------------------------------
     def template_context(self, article: Article, op: str) -> dict[str, Any]:
         ctx = super().template_context(article, op)
-        ctx["table_literal"] = self.literal(ctx["table"])
+        ctx["table_literal"] = self.literal(ctx["table_text"])
         ctx["row_not_found"] = ROW_NOT_FOUND
-        ctx["row_not_found_thrown"] = ROW_NOT_FOUND_THROWN
         ctx["param3"] = ROW_NOT_FOUND_PARAM3.get(op)
         ctx["command"] = OPS[op].upper()
         ctx["key_text_width"] = KEY_TEXT_WIDTH
         return ctx
 
     def template_name(self, article: Article, op: str) -> str:
-        return f"{OPS[op]}_{article.delivery(op).syntax.value.lower()}.sql.j2"
+        name = f"{OPS[op]}_{article.delivery(op).syntax.value.lower()}.sql.j2"
+        return f"legacy_{name}" if article.proc_template == "legacy" else name
+
+    def key_text_literal(self, text: str) -> str:
+        """A piece of @primarykey_text: '...' as SQL Server writes it; N'...' when the name is
+        not ASCII (a varchar literal would turn its letters into '?')."""
+        return self.literal(text) if not text.isascii() else "'" + text.replace("'", "''") + "'"
 
     def procedure_sql(self, article: Article, op: str) -> str | None:
         """drop-if-exists, GO, then ``create procedure`` as SQL Server writes it.
@@ -242,10 +248,17 @@ class TsqlDialect(Dialect):
         return {"param_decl": ",".join(decl), "markers": ", ".join("?" for _ in decl)}
 
     def procedure_exists_sql(self) -> str:
+        # schema NULL: an unqualified name, in the user's default schema (SCHEMA_NAME())
         return (
             "SELECT count(*) FROM sys.procedures p JOIN sys.schemas s ON s.schema_id = p.schema_id "
-            "WHERE s.name = ? AND p.name = ?"
+            "WHERE s.name = COALESCE(?, SCHEMA_NAME()) AND p.name = ?"
         )
+
+    def support_sql(self) -> list[str]:
+        """The stand-in ``dbo.sp_MSreplraiserror`` where the server has none (module docstring):
+        created only when neither ``sys`` nor ``dbo`` has one, through EXEC since CREATE
+        PROCEDURE must open its batch."""
+        return [self.render("replraiserror.sql.j2", thrown=ROW_NOT_FOUND_THROWN).strip()]
 
     def _drop_if_exists_sql(self, article: Article, op: str) -> str:
         """The drop that opens an install script, as SQL Server's own scripts write it."""

@@ -368,5 +368,6 @@ def sub_articles(schemas: Schemas, sub: Subscription, versions: dict[str, int]) 
         asub = sub.of(name)
         if asub is None:
             continue
-        out.append(subscribed_article(vs[versions.get(name, 1) - 1], asub))
+        a = subscribed_article(vs[versions.get(name, 1) - 1], asub)
+        out.append(replace(a, proc_schema=sub.proc_schema) if sub.proc_schema else a)
     return tuple(out)

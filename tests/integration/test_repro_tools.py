@@ -191,7 +191,7 @@ def test_export_writes_a_self_contained_reproducer(shrunk, tmp_path):
     sql = (out / "interleaved.sql").read_text()
     body = [ln for ln in sql.splitlines() if ln and not ln.startswith("--")]
     assert body[0] == "BEGIN;" and body.count("BEGIN;") == body.count("COMMIT;") == 2
-    assert 'CALL "dbo"."sp_MSins_dboorder_lines"(CAST(' in sql and "-- session " in sql
+    assert 'CALL "sp_MSins_dboorder_lines"(CAST(' in sql and "-- session " in sql
     # The line goes in before its order: the reordering the recorded schedule holds.
     assert sql.index('"sp_MSins_dboorder_lines"(') < sql.index('"sp_MSins_dboorders"(')
     py_compile.compile(str(out / "test_repro.py"), doraise=True)

@@ -116,3 +116,41 @@ def test_progress_upsert_keeps_the_highest_lsn(conn: Any) -> None:
     conn.commit()
     rows = cur.execute(D.progress_select_sql(), "sub").fetchall()
     assert [tuple(r) for r in rows] == [(0, 30, 3)]
+
+
+def test_procedures_live_where_sql_server_creates_them(conn: Any) -> None:
+    """Unqualified: in the login's default schema (dbo), whatever the table's schema; with a
+    proc_schema, there. sp_MSreplraiserror is the server's own where it exists, else the
+    stand-in support_sql installs in dbo (and only then)."""
+    import dataclasses
+
+    cur = conn.cursor()
+    rows = cur.execute(
+        "SELECT s.name FROM sys.procedures p JOIN sys.schemas s ON s.schema_id = p.schema_id "
+        "WHERE p.name = N'sp_MSupd_PurchasingVendor'"
+    ).fetchall()
+    assert [r[0] for r in rows] == ["dbo"]
+    assert cur.execute(D.procedure_exists_sql(), None, "sp_MSupd_PurchasingVendor").fetchone()[0] == 1
+    system = cur.execute("SELECT object_id(N'sys.sp_MSreplraiserror')").fetchone()[0]
+    stand_in = cur.execute("SELECT object_id(N'dbo.sp_MSreplraiserror')").fetchone()[0]
+    assert (system is None) == (stand_in is not None)
+    repl = dataclasses.replace(ARTICLE, proc_schema="repl")
+    cur.execute(D.create_schema_sql("repl"))
+    for batch in D.split_script(D.procedure_sql(repl, "D") or ""):
+        cur.execute(batch)
+    conn.commit()
+    assert cur.execute(D.procedure_exists_sql(), "repl", "sp_MSdel_PurchasingVendor").fetchone()[0] == 1
+    assert _classify(conn, D.call_sql(repl, "D"), 424242) is ConflictClass.ROW_NOT_FOUND
+
+
+def test_legacy_procedures_raise_the_bare_20598(conn: Any) -> None:
+    import dataclasses
+
+    legacy = dataclasses.replace(ARTICLE, proc_template="legacy", proc_schema="legacy")
+    cur = conn.cursor()
+    cur.execute(D.create_schema_sql("legacy"))
+    for op in "UD":
+        for batch in D.split_script(D.procedure_sql(legacy, op) or ""):
+            cur.execute(batch)
+    conn.commit()
+    assert _classify(conn, D.call_sql(legacy, "D"), 424242) is ConflictClass.ROW_NOT_FOUND

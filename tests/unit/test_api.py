@@ -109,5 +109,5 @@ def test_a_plain_run_is_one_full_copy_subscription():
 
 def test_procedure_scripts_through_the_api():
     scripts = dict(applier.api.procedure_scripts(_cfg(), "tsql"))
-    assert "create procedure [dbo].[sp_MSins_dbot]" in scripts["dbo.t"]
+    assert "create procedure [sp_MSins_dbot]" in scripts["dbo.t"]
     assert scripts["dbo.t"].count("\ngo\n") >= 3

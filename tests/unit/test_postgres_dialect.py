@@ -150,4 +150,4 @@ def test_update_procedure_has_key_branch_and_raises_rp598():
 
 
 def test_call_casts_every_parameter():
-    assert D.call_sql(_article(), "D") == 'CALL "dbo"."sp_MSdel_dboacc""t --"(CAST(? AS integer))'
+    assert D.call_sql(_article(), "D") == 'CALL "sp_MSdel_dboacc""t --"(CAST(? AS integer))'

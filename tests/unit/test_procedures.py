@@ -142,7 +142,7 @@ def check_article_tsql(a: Article) -> int:
 def test_adventureworks_ddl_was_read() -> None:
     names = {a.name for a in AW}
     assert {"Purchasing.Vendor", "Production.Document", "Sales.SalesOrderHeader"} <= names
-    assert len(AW) == 12
+    assert len(AW) == 13
     doc = next(a for a in AW if a.name == "Production.Document")
     assert doc.column("DocumentNode").type.base == "hierarchyid"
     assert "DocumentLevel" not in doc.column_names  # computed: not replicated
@@ -194,8 +194,8 @@ def test_mcall_has_scall_structure_and_required_parameters() -> None:
     s = statements(TSQL.split_script(TSQL.procedure_sql(scall, "U"))[1])
     m = statements(TSQL.split_script(TSQL.procedure_sql(mcall, "U"))[1])
     assert m[1:] == s[1:]
-    assert m[0] == s[0].replace(" = null", "")
-    assert "@bitmap binary(1)" in m[0]
+    assert m[0] == s[0].replace(" = NULL", "")
+    assert "@bitmap binary(1)" in m[0] and "@pkc1 int = NULL" in s[0]  # SCALL keys default too
 
 
 def test_composite_key_with_identity_branches_on_the_other_key_column() -> None:
@@ -225,9 +225,12 @@ def test_raise_passes_table_and_key_text() -> None:
     a = deliver(CASES["composite_key"], COMBOS["xcall"])
     upd = TSQL.procedure_sql(a, "U")
     assert "@param1=N'[Person].[BusinessEntityAddress]', @param2=@primarykey_text, @param3=13233" in upd
-    assert "N'[AddressID] = ' + isnull(convert(nvarchar(100),@c2_old,1), N'NULL')" in upd
+    assert (
+        "set @primarykey_text = @primarykey_text + '[AddressID] = ' + convert(nvarchar(100),@c2_old,1)" in upd
+    )
     assert "@param3=13234" in TSQL.procedure_sql(a, "D")
-    assert "throw 120598, @primarykey_text, 1;" in upd
+    assert "\t\t\tElse\n\t\t\t\texec sp_MSreplraiserror @errorid=20598\n" in upd  # SQL Server's else arm
+    assert "throw" not in upd.lower() and "isnull" not in upd
     pg = PG.procedure_sql(a, "U")
     assert "ERRCODE = 'RP598'" in pg and "'[AddressID] = ' || coalesce((c2_old)::text, 'NULL')" in pg
 

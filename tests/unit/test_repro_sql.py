@@ -100,15 +100,15 @@ def test_interleaved_follows_the_schedule_with_sessions_and_transactions():
     lines = [ln for ln in text.splitlines() if ln and not ln.startswith("--")]
     assert lines == [
         "BEGIN;",
-        'CALL "dbo"."sp_MSupd_dboacct"(CAST(NULL AS integer), CAST(NULL AS varchar(20)), '
+        'CALL "sp_MSupd_dboacct"(CAST(NULL AS integer), CAST(NULL AS varchar(20)), '
         "CAST(12.00 AS numeric(10,2)), CAST(NULL AS date), CAST(NULL AS bytea), CAST(NULL AS boolean), "
         "CAST(1 AS integer), CAST('\\x04' AS bytea));",
         "BEGIN;",
-        'CALL "dbo"."sp_MSupd_dboacct"(CAST(NULL AS integer), CAST(NULL AS varchar(20)), '
+        'CALL "sp_MSupd_dboacct"(CAST(NULL AS integer), CAST(NULL AS varchar(20)), '
         "CAST(11.00 AS numeric(10,2)), CAST(NULL AS date), CAST(NULL AS bytea), CAST(NULL AS boolean), "
         "CAST(1 AS integer), CAST('\\x04' AS bytea));",
         "COMMIT;",
-        "CALL \"dbo\".\"sp_MSins_dboacct\"(CAST(2 AS integer), CAST('O''Brien' AS varchar(20)), "
+        "CALL \"sp_MSins_dboacct\"(CAST(2 AS integer), CAST('O''Brien' AS varchar(20)), "
         "CAST(10.00 AS numeric(10,2)), CAST('2024-01-01' AS date), CAST('\\x0102' AS bytea), CAST(TRUE AS boolean));",
         "ROLLBACK;",
     ]
@@ -120,7 +120,7 @@ def test_interleaved_follows_the_schedule_with_sessions_and_transactions():
 
 def test_interleaved_tsql_names_its_transactions():
     text = interleaved(TSQL, ARTS, CHANGES, SCHEDULE)
-    assert "BEGIN TRANSACTION" in text and "EXEC [dbo].[sp_MSupd_dboacct] NULL,NULL,12.00" in text
+    assert "BEGIN TRANSACTION" in text and "EXEC [sp_MSupd_dboacct] NULL,NULL,12.00" in text
     assert "0x0102" in text
 
 

@@ -74,7 +74,7 @@ def test_a_key_change_goes_row_by_row_between_two_set_calls():
     calls = _sender().calls([_upd(1, 1, 5, "a", ["qty"]), key_change, _upd(3, 9, 6, "a", ["qty"])])
     kinds = [type(c).__name__ for _, c in calls]
     assert kinds == ["BulkCall", "Call", "BulkCall"]  # order of effects kept
-    assert calls[1][1].sql.startswith('CALL "dbo"."sp_MSupd_dbot"')
+    assert calls[1][1].sql.startswith('CALL "sp_MSupd_dbot"')
 
 
 def test_a_second_insert_or_delete_of_a_key_starts_a_new_call():

@@ -13,6 +13,7 @@ condition, THROW's arguments and the header's parameter list.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
@@ -23,7 +24,7 @@ from sqlglot import exp
 
 from applier.articles import _BASES, Article, Column, Delivery, Syntax, parse_type
 from applier.dialects.base import ConflictClass
-from applier.dialects.tsql import ROW_NOT_FOUND_THROWN, TsqlDialect, native_code
+from applier.dialects.tsql import TsqlDialect, native_code
 from applier.errors import UnsupportedError
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "tsql"
@@ -137,7 +138,7 @@ def statements(batch: str) -> list[str]:
         if not line or line.startswith("--"):
             continue
         word = re.split(r"[\s(]", line, maxsplit=1)[0].lower()
-        if out and (line.startswith((",", "[", "@", ")")) or word in _CONT_WORDS):
+        if out and (line.startswith((",", "[", "@", ")", "(")) or word in _CONT_WORDS):
             out[-1] += "\n" + line
         else:
             out.append(line)
@@ -259,51 +260,58 @@ def test_seed_excerpt_is_verbatim() -> None:
     assert norm(SEED_UPDATE) in norm(SEED_003.read_text(encoding="utf-8"))
 
 
-def test_vendor_scall_update_has_the_seeds_structure() -> None:
-    a = CASES["vendor"]
+def test_vendor_scall_update_legacy_is_the_seeds_text() -> None:
+    """--template legacy writes the documented procedure: the seed's header and statements,
+    the bare 'exec sp_MSreplraiserror 20598'; only the key-changed branch is added before."""
+    a = dataclasses.replace(CASES["vendor"], proc_template="legacy")
     ours = statements(D.split_script(D.procedure_sql(a, "U"))[1])
     seed = statements(SEED_UPDATE)
-    # Header: same parameters; the schema-qualified name and binary(1) are ours (DESIGN:
-    # "honour its structure, not that width": 8 columns need ceil(8/8) = 1 byte).
-    assert norm(ours[0]) == norm(
-        seed[0].replace("[sp_MSupd", "[Purchasing].[sp_MSupd").replace("binary(2)", "binary(1)")
-    )
+    # binary(1) is ours (DESIGN: "honour its structure, not that width": 8 columns need
+    # ceil(8/8) = 1 byte); the documentation's example says binary(2).
+    assert norm(ours[0]) == norm(seed[0].replace("binary(2)", "binary(1)"))
     assert ours[1:3] == seed[1:3] == ["as", "begin"]
-    assert ours[3].startswith("declare @primarykey_text nvarchar(")
+    assert not any("primarykey_text" in s for s in ours)
     # VendorID is not an identity column: the key-changed branch comes first and sets every
     # column, the key included, then the seed's statements follow in the else branch.
-    assert norm(ours[4]) == "if(substring(@bitmap,1,1)& 1 = 1)"
-    key_update = ours[6]
-    assert norm(key_update).startswith(
+    assert norm(ours[3]) == "if(substring(@bitmap,1,1)& 1 = 1)"
+    assert norm(ours[5]).startswith(
         norm(
             "update [Purchasing].[Vendor] set [VendorID] = case substring(@bitmap,1,1) & 1 when 1 then @c1 else [VendorID] end"
         )
     )
-    assert norm(key_update).endswith(norm(seed[3]).split(" set ", 1)[1])
     i = top_level_else(ours)
     assert ours[i + 1] == "begin"
-    assert norm(ours[i + 2]) == norm(seed[3])  # the update statement, exactly
-    assert ours[i + 3 : i + 5] == seed[4:6]  # if @@rowcount = 0 / if @@microsoftversion>0x07320000
-    raise_block = "\n".join(ours[i + 5 :])
-    # Seed's bare 'exec sp_MSreplraiserror 20598' -> the SQL Server 2016+ form, then fallbacks.
-    assert (
-        "exec sp_MSreplraiserror @errorid=20598, @param1=N'[Purchasing].[Vendor]', "
-        "@param2=@primarykey_text, @param3=13233"
-    ) in raise_block
-    assert "exec sp_MSreplraiserror @errorid=20598\n" in raise_block + "\n"
-    assert f"throw {ROW_NOT_FOUND_THROWN}, @primarykey_text, 1;" in raise_block
-    assert "N'[VendorID] = ' + isnull(convert(nvarchar(100),@pkc1,1), N'NULL')" in raise_block
+    assert [norm(s) for s in ours[i + 2 : i + 6]] == [norm(s) for s in seed[3:7]]  # update .. raise
+    assert ours[-2:] == ["end", "end"]
+
+
+def test_vendor_scall_update_2016_raises_with_table_and_key() -> None:
+    """The default (2016) text: one parameter per line, @pkc1 defaulting to NULL, and the
+    raise block SQL Server 2016+ writes (its else arm the bare @errorid=20598)."""
+    text = D.split_script(D.procedure_sql(CASES["vendor"], "U"))[1]
+    assert "\t\t@pkc1 int = NULL,\n\t\t@bitmap binary(1)\nas\n" in text
+    assert "\tdeclare @primarykey_text nvarchar(100) = ''\n" in text
+    raise_block = (
+        "if @@rowcount = 0\n    if @@microsoftversion>0x07320000\n\t\tBegin\n"
+        "\t\t\tif exists (Select * from sys.all_parameters where object_id = OBJECT_ID('sp_MSreplraiserror') "
+        "and [name] = '@param3')\n\t\t\tBegin\n\t\t\t\t\n"
+        "\t\t\t\tset @primarykey_text = @primarykey_text + '[VendorID] = ' + convert(nvarchar(100),@pkc1,1)\n"
+        "\t\t\t\texec sp_MSreplraiserror @errorid=20598, @param1=N'[Purchasing].[Vendor]', "
+        "@param2=@primarykey_text, @param3=13233 \n\t\t\tEnd\n\t\t\tElse\n"
+        "\t\t\t\texec sp_MSreplraiserror @errorid=20598\n\t\tEnd\n"
+    )
+    assert text.count(raise_block) == 2  # the key-changed branch and the other
 
 
 def test_composite_key_text_and_identity_rules() -> None:
     upd = D.procedure_sql(CASES["composite_key"], "U")
     assert (
-        "if (substring(@bitmap,1,1) & 1 = 1) or (substring(@bitmap,1,1) & 2 = 2) or (substring(@bitmap,1,1) & 4 = 4)"
+        "if (substring(@bitmap,1,1) & 1 = 1) or\n (substring(@bitmap,1,1) & 2 = 2) or\n (substring(@bitmap,1,1) & 4 = 4)\n"
         in upd
     )
-    assert "+ N', '" in upd and "and [AddressTypeID] = @pkc3" in upd
+    assert "convert(nvarchar(100),@pkc1,1) + ', '" in upd and "and [AddressTypeID] = @pkc3" in upd
     dele = D.procedure_sql(CASES["composite_key"], "D")
-    assert "@param3=13234" in dele and "replicated DELETE command" in dele
+    assert "@param3=13234" in dele and "\t\t@pkc3 int\nas\n" in dele  # delete keys: no default
     ident = D.procedure_sql(CASES["identity_key"], "U")
     assert "[BusinessEntityID] = case" not in ident and "\nelse\n" not in ident
     wide = D.procedure_sql(CASES["wide"], "U")
@@ -313,14 +321,24 @@ def test_composite_key_text_and_identity_rules() -> None:
 
 def test_call_sql_and_unsupported_syntaxes() -> None:
     a = CASES["vendor"]
-    assert D.call_sql(a, "U") == "EXEC [Purchasing].[sp_MSupd_PurchasingVendor] " + ",".join("?" * 10)
-    assert D.call_sql(a, "D") == "EXEC [Purchasing].[sp_MSdel_PurchasingVendor] ?"
+    assert D.call_sql(a, "U") == "EXEC [sp_MSupd_PurchasingVendor] " + ",".join("?" * 10)
+    assert D.call_sql(a, "D") == "EXEC [sp_MSdel_PurchasingVendor] ?"
     mcall = Article(a.schema, a.table, a.columns, a.key, update=Delivery(Syntax.MCALL))
     text = D.procedure_sql(mcall, "U")  # MCALL: SCALL's body, every parameter required
-    assert "--UPDATE procedure using MCALL syntax" in text and "= null" not in text
+    assert "@c1 int,\n" in text and "= NULL" not in text.upper()
     custom = Article(a.schema, a.table, a.columns, a.key, insert=Delivery(Syntax.CALL, "dbo.my_ins"))
     assert D.procedure_sql(custom, "I") is None
     assert D.call_sql(custom, "I").startswith("EXEC [dbo].[my_ins] ?,")
+    # an unqualified custom name resolves where the generated ones live: the procedure schema
+    bare = dataclasses.replace(custom, insert=Delivery(Syntax.CALL, "my_ins"))
+    assert D.call_sql(bare, "I").startswith("EXEC [my_ins] ?,")
+    assert D.call_sql(dataclasses.replace(bare, proc_schema="repl"), "I").startswith(
+        "EXEC [repl].[my_ins] ?,"
+    )
+    assert (
+        D.call_sql(dataclasses.replace(a, proc_schema="repl"), "D")
+        == "EXEC [repl].[sp_MSdel_PurchasingVendor] ?"
+    )
 
 
 # -- identifiers, literals, types -------------------------------------------------------

@@ -7,7 +7,7 @@ CREATE TABLE "Person"."BusinessEntityAddress" (
     CONSTRAINT "BusinessEntityAddress_pkey" PRIMARY KEY ("BusinessEntityID", "AddressID", "AddressTypeID")
 );
 -- INSERT procedure using CALL syntax: all columns in article order.
-CREATE OR REPLACE PROCEDURE "Person"."sp_MSins_PersonBusinessEntityAddress"(c1 integer, c2 integer, c3 integer, c4 uuid, c5 timestamp(3))
+CREATE OR REPLACE PROCEDURE "sp_MSins_PersonBusinessEntityAddress"(c1 integer, c2 integer, c3 integer, c4 uuid, c5 timestamp(3))
 LANGUAGE plpgsql AS $applier$
 #variable_conflict use_variable
 BEGIN
@@ -17,7 +17,7 @@ END
 $applier$;
 -- UPDATE procedure using MCALL syntax: all values, original key, bitmap
 -- (column i is bit 2^((i-1)%8) of byte (i-1)/8+1, width 1 byte(s)).
-CREATE OR REPLACE PROCEDURE "Person"."sp_MSupd_PersonBusinessEntityAddress"(c1 integer, c2 integer, c3 integer, c4 uuid, c5 timestamp(3), pkc1 integer, pkc2 integer, pkc3 integer, bitmap bytea)
+CREATE OR REPLACE PROCEDURE "sp_MSupd_PersonBusinessEntityAddress"(c1 integer, c2 integer, c3 integer, c4 uuid, c5 timestamp(3), pkc1 integer, pkc2 integer, pkc3 integer, bitmap bytea)
 LANGUAGE plpgsql AS $applier$
 #variable_conflict use_variable
 BEGIN
@@ -39,7 +39,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION USING
             ERRCODE = 'RP598',
-            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table %s with Primary Key(s): %s',
+            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table ''%s'' with Primary Key(s): %s',
                              'UPDATE', '[Person].[BusinessEntityAddress]',
                              concat_ws(', ', '[BusinessEntityID] = ' || coalesce((pkc1)::text, 'NULL'), '[AddressID] = ' || coalesce((pkc2)::text, 'NULL'), '[AddressTypeID] = ' || coalesce((pkc3)::text, 'NULL'))),
             DETAIL = '20598';
@@ -48,7 +48,7 @@ END
 $applier$;
 -- DELETE procedure using XCALL syntax: the before image of every column; only its key is matched
 -- (LOB before images arrive NULL, seed 003).
-CREATE OR REPLACE PROCEDURE "Person"."sp_MSdel_PersonBusinessEntityAddress"(c1 integer, c2 integer, c3 integer, c4 uuid, c5 timestamp(3))
+CREATE OR REPLACE PROCEDURE "sp_MSdel_PersonBusinessEntityAddress"(c1 integer, c2 integer, c3 integer, c4 uuid, c5 timestamp(3))
 LANGUAGE plpgsql AS $applier$
 #variable_conflict use_variable
 BEGIN
@@ -57,7 +57,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION USING
             ERRCODE = 'RP598',
-            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table %s with Primary Key(s): %s',
+            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table ''%s'' with Primary Key(s): %s',
                              'DELETE', '[Person].[BusinessEntityAddress]',
                              concat_ws(', ', '[BusinessEntityID] = ' || coalesce((c1)::text, 'NULL'), '[AddressID] = ' || coalesce((c2)::text, 'NULL'), '[AddressTypeID] = ' || coalesce((c3)::text, 'NULL'))),
             DETAIL = '20598';

@@ -7,7 +7,7 @@ CREATE TABLE "we ird]"."Order]Details; --" (
     CONSTRAINT "Order]Details; --_pkey" PRIMARY KEY ("it's", "[x]")
 );
 -- INSERT procedure using CALL syntax: all columns in article order.
-CREATE OR REPLACE PROCEDURE "we ird]"."sp_MSins_we ird]Order]Details; --"(c1 integer, c2 varchar(10), c3 integer, c4 varchar(20), c5 date)
+CREATE OR REPLACE PROCEDURE "sp_MSins_we ird]Order]Details; --"(c1 integer, c2 varchar(10), c3 integer, c4 varchar(20), c5 date)
 LANGUAGE plpgsql AS $applier$
 #variable_conflict use_variable
 BEGIN
@@ -17,7 +17,7 @@ END
 $applier$;
 -- UPDATE procedure using SCALL syntax: changed values (others NULL), original key, bitmap
 -- (column i is bit 2^((i-1)%8) of byte (i-1)/8+1, width 1 byte(s)).
-CREATE OR REPLACE PROCEDURE "we ird]"."sp_MSupd_we ird]Order]Details; --"(c1 integer DEFAULT NULL, c2 varchar(10) DEFAULT NULL, c3 integer DEFAULT NULL, c4 varchar(20) DEFAULT NULL, c5 date DEFAULT NULL, pkc1 integer DEFAULT NULL, pkc2 integer DEFAULT NULL, bitmap bytea DEFAULT NULL)
+CREATE OR REPLACE PROCEDURE "sp_MSupd_we ird]Order]Details; --"(c1 integer DEFAULT NULL, c2 varchar(10) DEFAULT NULL, c3 integer DEFAULT NULL, c4 varchar(20) DEFAULT NULL, c5 date DEFAULT NULL, pkc1 integer DEFAULT NULL, pkc2 integer DEFAULT NULL, bitmap bytea DEFAULT NULL)
 LANGUAGE plpgsql AS $applier$
 #variable_conflict use_variable
 BEGIN
@@ -40,15 +40,15 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION USING
             ERRCODE = 'RP598',
-            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table %s with Primary Key(s): %s',
-                             'UPDATE', '[we ird]].[Order]Details; --]',
-                             concat_ws(', ', '[it''s] = ' || coalesce((pkc1)::text, 'NULL'), '[[x]] = ' || coalesce((pkc2)::text, 'NULL'))),
+            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table ''%s'' with Primary Key(s): %s',
+                             'UPDATE', '[we ird]]].[Order]]Details; --]',
+                             concat_ws(', ', '[it''s] = ' || coalesce((pkc1)::text, 'NULL'), '[[x]]] = ' || coalesce((pkc2)::text, 'NULL'))),
             DETAIL = '20598';
     END IF;
 END
 $applier$;
 -- DELETE procedure using CALL syntax: the key columns.
-CREATE OR REPLACE PROCEDURE "we ird]"."sp_MSdel_we ird]Order]Details; --"(pkc1 integer, pkc2 integer)
+CREATE OR REPLACE PROCEDURE "sp_MSdel_we ird]Order]Details; --"(pkc1 integer, pkc2 integer)
 LANGUAGE plpgsql AS $applier$
 #variable_conflict use_variable
 BEGIN
@@ -57,9 +57,9 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION USING
             ERRCODE = 'RP598',
-            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table %s with Primary Key(s): %s',
-                             'DELETE', '[we ird]].[Order]Details; --]',
-                             concat_ws(', ', '[it''s] = ' || coalesce((pkc1)::text, 'NULL'), '[[x]] = ' || coalesce((pkc2)::text, 'NULL'))),
+            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table ''%s'' with Primary Key(s): %s',
+                             'DELETE', '[we ird]]].[Order]]Details; --]',
+                             concat_ws(', ', '[it''s] = ' || coalesce((pkc1)::text, 'NULL'), '[[x]]] = ' || coalesce((pkc2)::text, 'NULL'))),
             DETAIL = '20598';
     END IF;
 END

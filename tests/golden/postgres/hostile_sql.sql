@@ -11,8 +11,8 @@ INSERT INTO "we ird]"."Order]Details; --" ("it's", "a b", "[x]", "名前", "--c"
 -- U statement
 WITH p AS (SELECT CAST(? AS integer) AS c1, CAST(? AS varchar(10)) AS c2, CAST(? AS integer) AS c3, CAST(? AS varchar(20)) AS c4, CAST(? AS date) AS c5, CAST(? AS integer) AS pkc1, CAST(? AS integer) AS pkc2),
 u AS (UPDATE "we ird]"."Order]Details; --" AS tgt SET "it's" = p.c1, "a b" = p.c2, "[x]" = p.c3, "名前" = p.c4, "--c" = p.c5 FROM p WHERE tgt."it's" = p.pkc1 AND tgt."[x]" = p.pkc2 RETURNING 1)
-SELECT applier.require_rows((SELECT count(*) FROM u), 'UPDATE', '[we ird]].[Order]Details; --]', (SELECT concat_ws(', ', '[it''s] = ' || coalesce(p.pkc1::text, 'NULL'), '[[x]] = ' || coalesce(p.pkc2::text, 'NULL')) FROM p));
+SELECT applier.require_rows((SELECT count(*) FROM u), 'UPDATE', '[we ird]]].[Order]]Details; --]', (SELECT concat_ws(', ', '[it''s] = ' || coalesce(p.pkc1::text, 'NULL'), '[[x]]] = ' || coalesce(p.pkc2::text, 'NULL')) FROM p));
 -- D statement
 WITH p AS (SELECT CAST(? AS integer) AS pkc1, CAST(? AS integer) AS pkc2),
 u AS (DELETE FROM "we ird]"."Order]Details; --" AS tgt USING p WHERE tgt."it's" = p.pkc1 AND tgt."[x]" = p.pkc2 RETURNING 1)
-SELECT applier.require_rows((SELECT count(*) FROM u), 'DELETE', '[we ird]].[Order]Details; --]', (SELECT concat_ws(', ', '[it''s] = ' || coalesce(p.pkc1::text, 'NULL'), '[[x]] = ' || coalesce(p.pkc2::text, 'NULL')) FROM p));
+SELECT applier.require_rows((SELECT count(*) FROM u), 'DELETE', '[we ird]]].[Order]]Details; --]', (SELECT concat_ws(', ', '[it''s] = ' || coalesce(p.pkc1::text, 'NULL'), '[[x]]] = ' || coalesce(p.pkc2::text, 'NULL')) FROM p));

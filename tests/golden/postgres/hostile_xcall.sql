@@ -7,7 +7,7 @@ CREATE TABLE "we ird]"."Order]Details; --" (
     CONSTRAINT "Order]Details; --_pkey" PRIMARY KEY ("it's", "[x]")
 );
 -- INSERT procedure using CALL syntax: all columns in article order.
-CREATE OR REPLACE PROCEDURE "we ird]"."sp_MSins_we ird]Order]Details; --"(c1 integer, c2 varchar(10), c3 integer, c4 varchar(20), c5 date)
+CREATE OR REPLACE PROCEDURE "sp_MSins_we ird]Order]Details; --"(c1 integer, c2 varchar(10), c3 integer, c4 varchar(20), c5 date)
 LANGUAGE plpgsql AS $applier$
 #variable_conflict use_variable
 BEGIN
@@ -17,7 +17,7 @@ END
 $applier$;
 -- UPDATE procedure using XCALL syntax: the before image (c1_old..), then the after image.
 -- LOB before images arrive NULL (seed 003) and are never matched on.
-CREATE OR REPLACE PROCEDURE "we ird]"."sp_MSupd_we ird]Order]Details; --"(c1_old integer, c2_old varchar(10), c3_old integer, c4_old varchar(20), c5_old date, c1 integer, c2 varchar(10), c3 integer, c4 varchar(20), c5 date)
+CREATE OR REPLACE PROCEDURE "sp_MSupd_we ird]Order]Details; --"(c1_old integer, c2_old varchar(10), c3_old integer, c4_old varchar(20), c5_old date, c1 integer, c2 varchar(10), c3 integer, c4 varchar(20), c5 date)
 LANGUAGE plpgsql AS $applier$
 #variable_conflict use_variable
 BEGIN
@@ -31,16 +31,16 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION USING
             ERRCODE = 'RP598',
-            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table %s with Primary Key(s): %s',
-                             'UPDATE', '[we ird]].[Order]Details; --]',
-                             concat_ws(', ', '[it''s] = ' || coalesce((c1_old)::text, 'NULL'), '[[x]] = ' || coalesce((c3_old)::text, 'NULL'))),
+            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table ''%s'' with Primary Key(s): %s',
+                             'UPDATE', '[we ird]]].[Order]]Details; --]',
+                             concat_ws(', ', '[it''s] = ' || coalesce((c1_old)::text, 'NULL'), '[[x]]] = ' || coalesce((c3_old)::text, 'NULL'))),
             DETAIL = '20598';
     END IF;
 END
 $applier$;
 -- DELETE procedure using XCALL syntax: the before image of every column; only its key is matched
 -- (LOB before images arrive NULL, seed 003).
-CREATE OR REPLACE PROCEDURE "we ird]"."sp_MSdel_we ird]Order]Details; --"(c1 integer, c2 varchar(10), c3 integer, c4 varchar(20), c5 date)
+CREATE OR REPLACE PROCEDURE "sp_MSdel_we ird]Order]Details; --"(c1 integer, c2 varchar(10), c3 integer, c4 varchar(20), c5 date)
 LANGUAGE plpgsql AS $applier$
 #variable_conflict use_variable
 BEGIN
@@ -49,9 +49,9 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION USING
             ERRCODE = 'RP598',
-            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table %s with Primary Key(s): %s',
-                             'DELETE', '[we ird]].[Order]Details; --]',
-                             concat_ws(', ', '[it''s] = ' || coalesce((c1)::text, 'NULL'), '[[x]] = ' || coalesce((c3)::text, 'NULL'))),
+            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table ''%s'' with Primary Key(s): %s',
+                             'DELETE', '[we ird]]].[Order]]Details; --]',
+                             concat_ws(', ', '[it''s] = ' || coalesce((c1)::text, 'NULL'), '[[x]]] = ' || coalesce((c3)::text, 'NULL'))),
             DETAIL = '20598';
     END IF;
 END

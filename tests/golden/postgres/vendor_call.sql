@@ -10,7 +10,7 @@ CREATE TABLE "Purchasing"."Vendor" (
     CONSTRAINT "Vendor_pkey" PRIMARY KEY ("VendorID")
 );
 -- INSERT procedure using CALL syntax: all columns in article order.
-CREATE OR REPLACE PROCEDURE "Purchasing"."sp_MSins_PurchasingVendor"(c1 integer, c2 varchar(15), c3 varchar(50), c4 smallint, c5 boolean, c6 boolean, c7 varchar(1024), c8 timestamp(3))
+CREATE OR REPLACE PROCEDURE "sp_MSins_PurchasingVendor"(c1 integer, c2 varchar(15), c3 varchar(50), c4 smallint, c5 boolean, c6 boolean, c7 varchar(1024), c8 timestamp(3))
 LANGUAGE plpgsql AS $applier$
 #variable_conflict use_variable
 BEGIN
@@ -19,7 +19,7 @@ BEGIN
 END
 $applier$;
 -- UPDATE procedure using CALL syntax: all new values, then the original key (pkc).
-CREATE OR REPLACE PROCEDURE "Purchasing"."sp_MSupd_PurchasingVendor"(c1 integer, c2 varchar(15), c3 varchar(50), c4 smallint, c5 boolean, c6 boolean, c7 varchar(1024), c8 timestamp(3), pkc1 integer)
+CREATE OR REPLACE PROCEDURE "sp_MSupd_PurchasingVendor"(c1 integer, c2 varchar(15), c3 varchar(50), c4 smallint, c5 boolean, c6 boolean, c7 varchar(1024), c8 timestamp(3), pkc1 integer)
 LANGUAGE plpgsql AS $applier$
 #variable_conflict use_variable
 BEGIN
@@ -36,7 +36,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION USING
             ERRCODE = 'RP598',
-            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table %s with Primary Key(s): %s',
+            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table ''%s'' with Primary Key(s): %s',
                              'UPDATE', '[Purchasing].[Vendor]',
                              concat_ws(', ', '[VendorID] = ' || coalesce((pkc1)::text, 'NULL'))),
             DETAIL = '20598';
@@ -44,7 +44,7 @@ BEGIN
 END
 $applier$;
 -- DELETE procedure using CALL syntax: the key columns.
-CREATE OR REPLACE PROCEDURE "Purchasing"."sp_MSdel_PurchasingVendor"(pkc1 integer)
+CREATE OR REPLACE PROCEDURE "sp_MSdel_PurchasingVendor"(pkc1 integer)
 LANGUAGE plpgsql AS $applier$
 #variable_conflict use_variable
 BEGIN
@@ -53,7 +53,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION USING
             ERRCODE = 'RP598',
-            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table %s with Primary Key(s): %s',
+            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table ''%s'' with Primary Key(s): %s',
                              'DELETE', '[Purchasing].[Vendor]',
                              concat_ws(', ', '[VendorID] = ' || coalesce((pkc1)::text, 'NULL'))),
             DETAIL = '20598';

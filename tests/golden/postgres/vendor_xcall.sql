@@ -10,7 +10,7 @@ CREATE TABLE "Purchasing"."Vendor" (
     CONSTRAINT "Vendor_pkey" PRIMARY KEY ("VendorID")
 );
 -- INSERT procedure using CALL syntax: all columns in article order.
-CREATE OR REPLACE PROCEDURE "Purchasing"."sp_MSins_PurchasingVendor"(c1 integer, c2 varchar(15), c3 varchar(50), c4 smallint, c5 boolean, c6 boolean, c7 varchar(1024), c8 timestamp(3))
+CREATE OR REPLACE PROCEDURE "sp_MSins_PurchasingVendor"(c1 integer, c2 varchar(15), c3 varchar(50), c4 smallint, c5 boolean, c6 boolean, c7 varchar(1024), c8 timestamp(3))
 LANGUAGE plpgsql AS $applier$
 #variable_conflict use_variable
 BEGIN
@@ -20,7 +20,7 @@ END
 $applier$;
 -- UPDATE procedure using XCALL syntax: the before image (c1_old..), then the after image.
 -- LOB before images arrive NULL (seed 003) and are never matched on.
-CREATE OR REPLACE PROCEDURE "Purchasing"."sp_MSupd_PurchasingVendor"(c1_old integer, c2_old varchar(15), c3_old varchar(50), c4_old smallint, c5_old boolean, c6_old boolean, c7_old varchar(1024), c8_old timestamp(3), c1 integer, c2 varchar(15), c3 varchar(50), c4 smallint, c5 boolean, c6 boolean, c7 varchar(1024), c8 timestamp(3))
+CREATE OR REPLACE PROCEDURE "sp_MSupd_PurchasingVendor"(c1_old integer, c2_old varchar(15), c3_old varchar(50), c4_old smallint, c5_old boolean, c6_old boolean, c7_old varchar(1024), c8_old timestamp(3), c1 integer, c2 varchar(15), c3 varchar(50), c4 smallint, c5 boolean, c6 boolean, c7 varchar(1024), c8 timestamp(3))
 LANGUAGE plpgsql AS $applier$
 #variable_conflict use_variable
 BEGIN
@@ -37,7 +37,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION USING
             ERRCODE = 'RP598',
-            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table %s with Primary Key(s): %s',
+            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table ''%s'' with Primary Key(s): %s',
                              'UPDATE', '[Purchasing].[Vendor]',
                              concat_ws(', ', '[VendorID] = ' || coalesce((c1_old)::text, 'NULL'))),
             DETAIL = '20598';
@@ -46,7 +46,7 @@ END
 $applier$;
 -- DELETE procedure using XCALL syntax: the before image of every column; only its key is matched
 -- (LOB before images arrive NULL, seed 003).
-CREATE OR REPLACE PROCEDURE "Purchasing"."sp_MSdel_PurchasingVendor"(c1 integer, c2 varchar(15), c3 varchar(50), c4 smallint, c5 boolean, c6 boolean, c7 varchar(1024), c8 timestamp(3))
+CREATE OR REPLACE PROCEDURE "sp_MSdel_PurchasingVendor"(c1 integer, c2 varchar(15), c3 varchar(50), c4 smallint, c5 boolean, c6 boolean, c7 varchar(1024), c8 timestamp(3))
 LANGUAGE plpgsql AS $applier$
 #variable_conflict use_variable
 BEGIN
@@ -55,7 +55,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION USING
             ERRCODE = 'RP598',
-            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table %s with Primary Key(s): %s',
+            MESSAGE = format('The row was not found at the Subscriber when applying the replicated %s command for Table ''%s'' with Primary Key(s): %s',
                              'DELETE', '[Purchasing].[Vendor]',
                              concat_ws(', ', '[VendorID] = ' || coalesce((c1)::text, 'NULL'))),
             DETAIL = '20598';

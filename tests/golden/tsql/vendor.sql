@@ -10,123 +10,126 @@ create table [Purchasing].[Vendor] (
     constraint [PK_Vendor] primary key ([VendorID])
 )
 go
-if object_id(N'[Purchasing].[sp_MSins_PurchasingVendor]', N'P') is not null drop procedure [Purchasing].[sp_MSins_PurchasingVendor]
+if object_id(N'[sp_MSins_PurchasingVendor]', N'P') is not null drop procedure [sp_MSins_PurchasingVendor]
 go
---INSERT procedure using CALL syntax
-create procedure [Purchasing].[sp_MSins_PurchasingVendor]
-@c1 int,@c2 nvarchar(15),@c3 nvarchar(50),@c4 tinyint,@c5 bit,@c6 bit,@c7 nvarchar(1024),@c8 datetime
+create procedure [sp_MSins_PurchasingVendor]
+    @c1 int,
+    @c2 nvarchar(15),
+    @c3 nvarchar(50),
+    @c4 tinyint,
+    @c5 bit,
+    @c6 bit,
+    @c7 nvarchar(1024),
+    @c8 datetime
 as
-begin
-insert into [Purchasing].[Vendor]([VendorID]
-,[AccountNumber]
-,[Name]
-,[CreditRating]
-,[PreferredVendorStatus]
-,[ActiveFlag]
-,[PurchasingWebServiceURL]
-,[ModifiedDate])
-values (
- @c1
-,@c2
-,@c3
-,@c4
-,@c5
-,@c6
-,@c7
-,@c8
-)
+begin  
+	insert into [Purchasing].[Vendor] (
+		[VendorID],
+		[AccountNumber],
+		[Name],
+		[CreditRating],
+		[PreferredVendorStatus],
+		[ActiveFlag],
+		[PurchasingWebServiceURL],
+		[ModifiedDate]
+	) values (
+		@c1,
+		@c2,
+		@c3,
+		@c4,
+		@c5,
+		@c6,
+		@c7,
+		@c8	) 
 end
 go
-if object_id(N'[Purchasing].[sp_MSupd_PurchasingVendor]', N'P') is not null drop procedure [Purchasing].[sp_MSupd_PurchasingVendor]
+if object_id(N'[sp_MSupd_PurchasingVendor]', N'P') is not null drop procedure [sp_MSupd_PurchasingVendor]
 go
---UPDATE procedure using SCALL syntax
-create procedure [Purchasing].[sp_MSupd_PurchasingVendor]
-@c1 int = null,@c2 nvarchar(15) = null,@c3 nvarchar(50) = null,@c4 tinyint = null,@c5 bit = null,@c6 bit = null,@c7 nvarchar(1024) = null,@c8 datetime = null,@pkc1 int
-,@bitmap binary(1)
+create procedure [sp_MSupd_PurchasingVendor]
+		@c1 int = NULL,
+		@c2 nvarchar(15) = NULL,
+		@c3 nvarchar(50) = NULL,
+		@c4 tinyint = NULL,
+		@c5 bit = NULL,
+		@c6 bit = NULL,
+		@c7 nvarchar(1024) = NULL,
+		@c8 datetime = NULL,
+		@pkc1 int = NULL,
+		@bitmap binary(1)
 as
-begin
-declare @primarykey_text nvarchar(2048) = N''
+begin  
+	declare @primarykey_text nvarchar(100) = ''
 if (substring(@bitmap,1,1) & 1 = 1)
-begin
+begin 
 update [Purchasing].[Vendor] set
-[VendorID] = case substring(@bitmap,1,1) & 1 when 1 then @c1 else [VendorID] end
-,[AccountNumber] = case substring(@bitmap,1,1) & 2 when 2 then @c2 else [AccountNumber] end
-,[Name] = case substring(@bitmap,1,1) & 4 when 4 then @c3 else [Name] end
-,[CreditRating] = case substring(@bitmap,1,1) & 8 when 8 then @c4 else [CreditRating] end
-,[PreferredVendorStatus] = case substring(@bitmap,1,1) & 16 when 16 then @c5 else [PreferredVendorStatus] end
-,[ActiveFlag] = case substring(@bitmap,1,1) & 32 when 32 then @c6 else [ActiveFlag] end
-,[PurchasingWebServiceURL] = case substring(@bitmap,1,1) & 64 when 64 then @c7 else [PurchasingWebServiceURL] end
-,[ModifiedDate] = case substring(@bitmap,1,1) & 128 when 128 then @c8 else [ModifiedDate] end
-where [VendorID] = @pkc1
+		[VendorID] = case substring(@bitmap,1,1) & 1 when 1 then @c1 else [VendorID] end,
+		[AccountNumber] = case substring(@bitmap,1,1) & 2 when 2 then @c2 else [AccountNumber] end,
+		[Name] = case substring(@bitmap,1,1) & 4 when 4 then @c3 else [Name] end,
+		[CreditRating] = case substring(@bitmap,1,1) & 8 when 8 then @c4 else [CreditRating] end,
+		[PreferredVendorStatus] = case substring(@bitmap,1,1) & 16 when 16 then @c5 else [PreferredVendorStatus] end,
+		[ActiveFlag] = case substring(@bitmap,1,1) & 32 when 32 then @c6 else [ActiveFlag] end,
+		[PurchasingWebServiceURL] = case substring(@bitmap,1,1) & 64 when 64 then @c7 else [PurchasingWebServiceURL] end,
+		[ModifiedDate] = case substring(@bitmap,1,1) & 128 when 128 then @c8 else [ModifiedDate] end
+	where [VendorID] = @pkc1
 if @@rowcount = 0
     if @@microsoftversion>0x07320000
-    begin
-        set @primarykey_text = @primarykey_text + N'[VendorID] = ' + isnull(convert(nvarchar(100),@pkc1,1), N'NULL')
-        if exists (select * from sys.all_parameters where object_id = object_id(N'sp_MSreplraiserror') and [name] = N'@param3')
-            exec sp_MSreplraiserror @errorid=20598, @param1=N'[Purchasing].[Vendor]', @param2=@primarykey_text, @param3=13233
-        else if object_id(N'sp_MSreplraiserror') is not null
-            exec sp_MSreplraiserror @errorid=20598
-        else
-        begin
-            -- no replication procedures in this server: THROW 120598 (applier reads it as 20598)
-            set @primarykey_text = N'The row was not found at the Subscriber when applying the replicated UPDATE command for Table ''[Purchasing].[Vendor]'' with Primary Key(s): ' + @primarykey_text;
-            throw 120598, @primarykey_text, 1;
-        end
-    end
-end
+		Begin
+			if exists (Select * from sys.all_parameters where object_id = OBJECT_ID('sp_MSreplraiserror') and [name] = '@param3')
+			Begin
+				
+				set @primarykey_text = @primarykey_text + '[VendorID] = ' + convert(nvarchar(100),@pkc1,1)
+				exec sp_MSreplraiserror @errorid=20598, @param1=N'[Purchasing].[Vendor]', @param2=@primarykey_text, @param3=13233 
+			End
+			Else
+				exec sp_MSreplraiserror @errorid=20598
+		End
+end  
 else
-begin
+begin 
 update [Purchasing].[Vendor] set
-[AccountNumber] = case substring(@bitmap,1,1) & 2 when 2 then @c2 else [AccountNumber] end
-,[Name] = case substring(@bitmap,1,1) & 4 when 4 then @c3 else [Name] end
-,[CreditRating] = case substring(@bitmap,1,1) & 8 when 8 then @c4 else [CreditRating] end
-,[PreferredVendorStatus] = case substring(@bitmap,1,1) & 16 when 16 then @c5 else [PreferredVendorStatus] end
-,[ActiveFlag] = case substring(@bitmap,1,1) & 32 when 32 then @c6 else [ActiveFlag] end
-,[PurchasingWebServiceURL] = case substring(@bitmap,1,1) & 64 when 64 then @c7 else [PurchasingWebServiceURL] end
-,[ModifiedDate] = case substring(@bitmap,1,1) & 128 when 128 then @c8 else [ModifiedDate] end
-where [VendorID] = @pkc1
+		[AccountNumber] = case substring(@bitmap,1,1) & 2 when 2 then @c2 else [AccountNumber] end,
+		[Name] = case substring(@bitmap,1,1) & 4 when 4 then @c3 else [Name] end,
+		[CreditRating] = case substring(@bitmap,1,1) & 8 when 8 then @c4 else [CreditRating] end,
+		[PreferredVendorStatus] = case substring(@bitmap,1,1) & 16 when 16 then @c5 else [PreferredVendorStatus] end,
+		[ActiveFlag] = case substring(@bitmap,1,1) & 32 when 32 then @c6 else [ActiveFlag] end,
+		[PurchasingWebServiceURL] = case substring(@bitmap,1,1) & 64 when 64 then @c7 else [PurchasingWebServiceURL] end,
+		[ModifiedDate] = case substring(@bitmap,1,1) & 128 when 128 then @c8 else [ModifiedDate] end
+	where [VendorID] = @pkc1
 if @@rowcount = 0
     if @@microsoftversion>0x07320000
-    begin
-        set @primarykey_text = @primarykey_text + N'[VendorID] = ' + isnull(convert(nvarchar(100),@pkc1,1), N'NULL')
-        if exists (select * from sys.all_parameters where object_id = object_id(N'sp_MSreplraiserror') and [name] = N'@param3')
-            exec sp_MSreplraiserror @errorid=20598, @param1=N'[Purchasing].[Vendor]', @param2=@primarykey_text, @param3=13233
-        else if object_id(N'sp_MSreplraiserror') is not null
-            exec sp_MSreplraiserror @errorid=20598
-        else
-        begin
-            -- no replication procedures in this server: THROW 120598 (applier reads it as 20598)
-            set @primarykey_text = N'The row was not found at the Subscriber when applying the replicated UPDATE command for Table ''[Purchasing].[Vendor]'' with Primary Key(s): ' + @primarykey_text;
-            throw 120598, @primarykey_text, 1;
-        end
-    end
-end
+		Begin
+			if exists (Select * from sys.all_parameters where object_id = OBJECT_ID('sp_MSreplraiserror') and [name] = '@param3')
+			Begin
+				
+				set @primarykey_text = @primarykey_text + '[VendorID] = ' + convert(nvarchar(100),@pkc1,1)
+				exec sp_MSreplraiserror @errorid=20598, @param1=N'[Purchasing].[Vendor]', @param2=@primarykey_text, @param3=13233 
+			End
+			Else
+				exec sp_MSreplraiserror @errorid=20598
+		End
+end 
 end
 go
-if object_id(N'[Purchasing].[sp_MSdel_PurchasingVendor]', N'P') is not null drop procedure [Purchasing].[sp_MSdel_PurchasingVendor]
+if object_id(N'[sp_MSdel_PurchasingVendor]', N'P') is not null drop procedure [sp_MSdel_PurchasingVendor]
 go
---DELETE procedure using CALL syntax
-create procedure [Purchasing].[sp_MSdel_PurchasingVendor]
-@pkc1 int
+create procedure [sp_MSdel_PurchasingVendor]
+		@pkc1 int
 as
-begin
-declare @primarykey_text nvarchar(2048) = N''
-delete [Purchasing].[Vendor]
-where [VendorID] = @pkc1
+begin  
+	declare @primarykey_text nvarchar(100) = ''
+	delete [Purchasing].[Vendor] 
+	where [VendorID] = @pkc1
 if @@rowcount = 0
     if @@microsoftversion>0x07320000
-    begin
-        set @primarykey_text = @primarykey_text + N'[VendorID] = ' + isnull(convert(nvarchar(100),@pkc1,1), N'NULL')
-        if exists (select * from sys.all_parameters where object_id = object_id(N'sp_MSreplraiserror') and [name] = N'@param3')
-            exec sp_MSreplraiserror @errorid=20598, @param1=N'[Purchasing].[Vendor]', @param2=@primarykey_text, @param3=13234
-        else if object_id(N'sp_MSreplraiserror') is not null
-            exec sp_MSreplraiserror @errorid=20598
-        else
-        begin
-            -- no replication procedures in this server: THROW 120598 (applier reads it as 20598)
-            set @primarykey_text = N'The row was not found at the Subscriber when applying the replicated DELETE command for Table ''[Purchasing].[Vendor]'' with Primary Key(s): ' + @primarykey_text;
-            throw 120598, @primarykey_text, 1;
-        end
-    end
+		Begin
+			if exists (Select * from sys.all_parameters where object_id = OBJECT_ID('sp_MSreplraiserror') and [name] = '@param3')
+			Begin
+				
+				set @primarykey_text = @primarykey_text + '[VendorID] = ' + convert(nvarchar(100),@pkc1,1)
+				exec sp_MSreplraiserror @errorid=20598, @param1=N'[Purchasing].[Vendor]', @param2=@primarykey_text, @param3=13234 
+			End
+			Else
+				exec sp_MSreplraiserror @errorid=20598
+		End
 end
 go

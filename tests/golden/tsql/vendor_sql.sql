@@ -14,50 +14,44 @@ go
 insert into [Purchasing].[Vendor]([VendorID], [AccountNumber], [Name], [CreditRating], [PreferredVendorStatus], [ActiveFlag], [PurchasingWebServiceURL], [ModifiedDate]) values (?, ?, ?, ?, ?, ?, ?, ?)
 go
 -- U statement
-exec sp_executesql N'declare @primarykey_text nvarchar(2048) = N''''
+exec sp_executesql N'declare @primarykey_text nvarchar(100) = ''''
 update [Purchasing].[Vendor] set
-[VendorID] = @c1
-,[AccountNumber] = @c2
-,[Name] = @c3
-,[CreditRating] = @c4
-,[PreferredVendorStatus] = @c5
-,[ActiveFlag] = @c6
-,[PurchasingWebServiceURL] = @c7
-,[ModifiedDate] = @c8
-where [VendorID] = @pkc1
+		[VendorID] = @c1,
+		[AccountNumber] = @c2,
+		[Name] = @c3,
+		[CreditRating] = @c4,
+		[PreferredVendorStatus] = @c5,
+		[ActiveFlag] = @c6,
+		[PurchasingWebServiceURL] = @c7,
+		[ModifiedDate] = @c8
+	where [VendorID] = @pkc1
 if @@rowcount = 0
     if @@microsoftversion>0x07320000
-    begin
-        set @primarykey_text = @primarykey_text + N''[VendorID] = '' + isnull(convert(nvarchar(100),@pkc1,1), N''NULL'')
-        if exists (select * from sys.all_parameters where object_id = object_id(N''sp_MSreplraiserror'') and [name] = N''@param3'')
-            exec sp_MSreplraiserror @errorid=20598, @param1=N''[Purchasing].[Vendor]'', @param2=@primarykey_text, @param3=13233
-        else if object_id(N''sp_MSreplraiserror'') is not null
-            exec sp_MSreplraiserror @errorid=20598
-        else
-        begin
-            -- no replication procedures in this server: THROW 120598 (applier reads it as 20598)
-            set @primarykey_text = N''The row was not found at the Subscriber when applying the replicated UPDATE command for Table ''''[Purchasing].[Vendor]'''' with Primary Key(s): '' + @primarykey_text;
-            throw 120598, @primarykey_text, 1;
-        end
-    end', N'@c1 int,@c2 nvarchar(15),@c3 nvarchar(50),@c4 tinyint,@c5 bit,@c6 bit,@c7 nvarchar(1024),@c8 datetime,@pkc1 int', ?, ?, ?, ?, ?, ?, ?, ?, ?
+		Begin
+			if exists (Select * from sys.all_parameters where object_id = OBJECT_ID(''sp_MSreplraiserror'') and [name] = ''@param3'')
+			Begin
+				
+				set @primarykey_text = @primarykey_text + ''[VendorID] = '' + convert(nvarchar(100),@pkc1,1)
+				exec sp_MSreplraiserror @errorid=20598, @param1=N''[Purchasing].[Vendor]'', @param2=@primarykey_text, @param3=13233 
+			End
+			Else
+				exec sp_MSreplraiserror @errorid=20598
+		End', N'@c1 int,@c2 nvarchar(15),@c3 nvarchar(50),@c4 tinyint,@c5 bit,@c6 bit,@c7 nvarchar(1024),@c8 datetime,@pkc1 int', ?, ?, ?, ?, ?, ?, ?, ?, ?
 go
 -- D statement
-exec sp_executesql N'declare @primarykey_text nvarchar(2048) = N''''
+exec sp_executesql N'declare @primarykey_text nvarchar(100) = ''''
 delete [Purchasing].[Vendor]
-where [VendorID] = @pkc1
+	where [VendorID] = @pkc1
 if @@rowcount = 0
     if @@microsoftversion>0x07320000
-    begin
-        set @primarykey_text = @primarykey_text + N''[VendorID] = '' + isnull(convert(nvarchar(100),@pkc1,1), N''NULL'')
-        if exists (select * from sys.all_parameters where object_id = object_id(N''sp_MSreplraiserror'') and [name] = N''@param3'')
-            exec sp_MSreplraiserror @errorid=20598, @param1=N''[Purchasing].[Vendor]'', @param2=@primarykey_text, @param3=13234
-        else if object_id(N''sp_MSreplraiserror'') is not null
-            exec sp_MSreplraiserror @errorid=20598
-        else
-        begin
-            -- no replication procedures in this server: THROW 120598 (applier reads it as 20598)
-            set @primarykey_text = N''The row was not found at the Subscriber when applying the replicated DELETE command for Table ''''[Purchasing].[Vendor]'''' with Primary Key(s): '' + @primarykey_text;
-            throw 120598, @primarykey_text, 1;
-        end
-    end', N'@pkc1 int', ?
+		Begin
+			if exists (Select * from sys.all_parameters where object_id = OBJECT_ID(''sp_MSreplraiserror'') and [name] = ''@param3'')
+			Begin
+				
+				set @primarykey_text = @primarykey_text + ''[VendorID] = '' + convert(nvarchar(100),@pkc1,1)
+				exec sp_MSreplraiserror @errorid=20598, @param1=N''[Purchasing].[Vendor]'', @param2=@primarykey_text, @param3=13234 
+			End
+			Else
+				exec sp_MSreplraiserror @errorid=20598
+		End', N'@pkc1 int', ?
 go
