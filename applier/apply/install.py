@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame
 from applier import failpoints
 from applier.articles import Article
 from applier.dialects.base import Dialect
+from applier.dialects.schema import drop_order
 from applier.errors import ApplierError, TargetError
 from applier.targets.endpoint import Endpoint
 from applier.targets.progress import ProgressTable
@@ -59,10 +60,13 @@ def install(
         progress.clear(cur, subscription)
         for schema in sorted({a.schema for a in articles}):
             _exec(cur, dialect.create_schema_sql(schema), f"creating schema {schema}")
+        # Children before parents: SQL Server cannot drop a table a FOREIGN KEY references
+        # (error 3726); the dialect's drop script also drops such keys of other tables first.
+        for a in drop_order(articles) if recreate_tables else ():
+            for stmt in dialect.drop_table_script(a):
+                _exec(cur, stmt, f"dropping {a.name}")
         for a in articles:
             if recreate_tables:
-                for stmt in dialect.drop_table_sql(a):
-                    _exec(cur, stmt, f"dropping {a.name}")
                 _exec(cur, dialect.create_table_sql(a), f"creating table {a.name}")
             for op in "IUD":
                 sql = dialect.procedure_sql(a, op)

@@ -45,6 +45,9 @@ class SchemaStatements:
     def support_sql(self) -> list[str]:
         raise NotImplementedError
 
+    def drop_table_sql(self, article: Article) -> list[str]:
+        raise NotImplementedError
+
     # -- the progress table (applier.targets.progress) ----------------------------------
     PROGRESS_SCHEMA: ClassVar[str] = "applier"
 
@@ -100,7 +103,11 @@ class SchemaStatements:
         ).strip()
 
     def drop_column_sql(self, article: Article, name: str) -> str:
-        return self.render("drop_column.sql.j2", table=self.table(article), col=self.quote(name)).strip()
+        """Drop a column. ``name`` is also given unquoted: T-SQL first drops, by the catalog, the
+        objects on the table that depend on the column (PostgreSQL drops those itself)."""
+        return self.render(
+            "drop_column.sql.j2", table=self.table(article), col=self.quote(name), name=name
+        ).strip()
 
     def alter_type_sql(self, article: Article, col: Column) -> str:
         """Change a column's type; the stored values are converted by the subscriber's cast."""
@@ -172,6 +179,14 @@ class SchemaStatements:
                 )
         return out
 
+    # -- dropping the subscriber's tables (install with recreate_tables) -----------------
+    def drop_table_script(self, article: Article) -> list[str]:
+        """Drop the article's table: first the foreign keys that reference it where the dialect
+        must (drop_references.sql.j2: T-SQL has no CASCADE, error 3726), then the table. Callers
+        take the tables in :func:`drop_order`."""
+        refs = self.render("drop_references.sql.j2", table=self.table(article)).strip()
+        return ([refs] if refs else []) + self.drop_table_sql(article)
+
     # -- scripts (applier procs) ------------------------------------------------------
     SCRIPT_SEPARATOR: ClassVar[str] = "\n"  # between the statements of a script file
     STATEMENT_END: ClassVar[str] = ";"  # after each statement of a script file
@@ -181,3 +196,27 @@ class SchemaStatements:
         statements ended as the dialect ends them, comments as they are."""
         sep = self.SCRIPT_SEPARATOR
         return sep.join(t.rstrip() + self.STATEMENT_END if stmt else t for t, stmt in parts) + sep
+
+
+def drop_order(articles: Sequence[Article]) -> list[Article]:
+    """The articles in the order their tables can be dropped: every article that references
+    another (``references``) before the one it references, children before parents; otherwise
+    as given. A reference to an article not in ``articles``, to itself, or round a cycle does
+    not order (dropping the referencing foreign keys first is then what makes a drop work)."""
+    names = {a.name for a in articles}
+    # parent name -> how many of its children (other articles here) are still to be dropped
+    pending = {a.name: 0 for a in articles}
+    parents = {a.name: {p for _, p, _ in a.references if p in names and p != a.name} for a in articles}
+    for ps in parents.values():
+        for p in ps:
+            pending[p] += 1
+    out: list[Article] = []
+    left = list(articles)
+    while left:
+        ready = [a for a in left if pending[a.name] == 0] or left[:1]  # a cycle: take the first
+        a = ready[0]
+        left.remove(a)
+        out.append(a)
+        for p in parents[a.name]:
+            pending[p] -= 1
+    return out
