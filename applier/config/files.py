@@ -102,6 +102,7 @@ def _articles(raw: list[Any], problems: Problems) -> tuple[Article, ...] | None:
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:
         problems.add(("articles",), f"duplicate article(s) {dups}")
+    _clashing_procedures(ok, problems)
     by_name = {a.name: a for a in ok}
     for i, a in enumerate(built):
         for j, (_cols, parent, pcols) in enumerate(a.references if a else ()):
@@ -110,6 +111,29 @@ def _articles(raw: list[Any], problems: Problems) -> tuple[Article, ...] | None:
                 where = ("articles", i, "references", j, "parent_columns")
                 problems.add(where, f"{list(pcols)} is neither the key nor a unique key of {parent}")
     return tuple(ok) if len(ok) == len(built) and not dups else None
+
+
+_PROC_PREFIX = {"insert": "sp_MSins_", "update": "sp_MSupd_", "delete": "sp_MSdel_"}
+
+
+def _clashing_procedures(articles: list[Article], problems: Problems) -> None:
+    """Generated procedures live in one schema (as SQL Server's do), named sp_MSxxx_ + schema +
+    table: a.bc and ab.c would share one. Names compare ignoring case (SQL Server's default)."""
+    owner: dict[str, str] = {}
+    for a in articles:
+        for op, prefix in _PROC_PREFIX.items():
+            d = getattr(a, op)
+            if d.procedure or d.syntax.value in ("SQL", "NONE"):
+                continue
+            name = f"{prefix}{a.schema}{a.table}"
+            other = owner.setdefault(name.lower(), a.name)
+            if other != a.name:
+                problems.add(
+                    ("articles",),
+                    f"{other} and {a.name} would both be applied by {name} (the generated procedures "
+                    f"share one schema): give one of them a custom procedure name ({op} = "
+                    f'"{d.syntax.value} {name}_2") and install it, or rename a table',
+                )
 
 
 def _subscription(

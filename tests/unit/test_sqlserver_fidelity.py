@@ -135,3 +135,20 @@ def test_messages_name_a_bracketed_table_the_same_in_both_dialects() -> None:
     assert "@param1=N'[s]]x].[t]]y]'" in t and "'[k]]z] = ' + convert(" in t
     assert "'[s]]x].[t]]y]'" in p and "'[k]]z] = ' || coalesce(" in p
     assert "for Table ''%s'' with" in p
+
+
+def test_two_articles_that_would_share_a_procedure_are_refused() -> None:
+    """a.bc and ab.c both give sp_MSins_abc in the one procedure schema: refused with both
+    named, not one article's procedure silently replacing the other's."""
+    from applier.config import parse_config
+    from applier.errors import ConfigError
+
+    col = [{"name": "k", "type": "int", "key": True}]
+    arts = [{"schema": "a", "table": "bc", "columns": col}, {"schema": "AB", "table": "c", "columns": col}]
+    with pytest.raises(ConfigError) as info:
+        parse_config({"articles": arts})
+    assert "a.bc and AB.c would both be applied by sp_MSins_ABc" in str(info.value)
+    arts[1]["insert"] = "CALL my_ins"
+    arts[1]["update"] = "SQL"
+    arts[1]["delete"] = "NONE"
+    assert len(parse_config({"articles": arts}).articles) == 2
