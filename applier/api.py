@@ -13,6 +13,8 @@ below it::
 ``target`` is a :class:`Target` (started here and stopped after if it was not started), an
 ODBC connection string or ``"embedded"`` / ``"postgres-container"`` / ``"mssql"``, or an
 :class:`Endpoint` already reached (a database of a target started elsewhere).
+``Target.embedded(listen="0.0.0.0")`` (or :func:`listening`) is reached by executors on other
+hosts: SCRAM-SHA-256 with a generated password, redacted wherever it could be shown.
 """
 
 from __future__ import annotations
@@ -83,6 +85,20 @@ def endpoints(config: Config, target: Target | Endpoint) -> dict[str, Endpoint]:
         else:
             out[s.name] = target.subscriber(s.database or s.name)
     return out
+
+
+def listening(target: Target, address: str) -> Target:
+    """The embedded ``target`` listening on ``address`` too (``applier run --listen``): an
+    address of this host or 0.0.0.0, so that Spark executors on other hosts reach it; beyond
+    loopback only with SCRAM-SHA-256 and a password generated at start."""
+    from applier.targets.embedded import EmbeddedPostgres, is_loopback
+
+    if not isinstance(target, EmbeddedPostgres):
+        raise ConfigError(
+            f"--listen: only the embedded target listens; {target.description} is reached as it is"
+        )
+    is_loopback(address)  # a name that does not resolve is refused before anything starts
+    return dataclasses.replace(target, listen=address)
 
 
 def run(

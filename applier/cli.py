@@ -318,6 +318,8 @@ def cmd_run(a: argparse.Namespace) -> int:
             if a.target is None:  # $APPLIER_TARGET: the message names it
                 raise
             raise type(e)(f"--target: {e}") from None
+        if a.listen is not None:
+            target = applier.api.listening(target, a.listen)
         # Every path checked before the target starts and anything is applied.
         applier.api.check_paths(
             a.changes,
@@ -370,7 +372,8 @@ def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) ->
         if log is not None:
             console.print(f"Spark log: {log}", highlight=False)
         if target.keep:
-            console.print(f"{target.description} left running (--keep): {target.connection_string()}")
+            reach = getattr(target, "how_to_reach", target.connection_string)()  # --listen: redacted
+            console.print(f"{target.description} left running (--keep): {reach}")
         return result.exit_code
 
 
@@ -539,6 +542,12 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--keep", action="store_true", help="leave the embedded PostgreSQL running and print how to reach it"
+    )
+    r.add_argument(
+        "--listen",
+        metavar="ADDRESS",
+        help="the embedded PostgreSQL also listens on ADDRESS (an IP of this host, or 0.0.0.0) for "
+        "executors on other hosts: SCRAM-SHA-256 with a generated password, never shown",
     )
     r.add_argument("--quiet", "-q", action="store_true", help="no progress, only the summary")
     r.set_defaults(func=cmd_run)

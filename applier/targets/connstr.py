@@ -38,7 +38,8 @@ def parse_connection_string(cs: str) -> list[tuple[str, str]]:
 
 
 def redact(cs: str) -> str:
-    """The connection string with every secret value replaced by ***."""
+    """The connection string with every secret value replaced by ***, and any secret applier
+    generated (:func:`add_secret`) wherever it stands in the text."""
 
     def sub(m: re.Match[str]) -> str:
         if m.group(1).strip().lower() in _SECRET_KEYS:
@@ -46,7 +47,20 @@ def redact(cs: str) -> str:
         return m.group(0)
 
     # A URL's password (scheme://user:password@host), given where a connection string goes
-    return _PAIR_RE.sub(sub, _URL_PASSWORD.sub(r"\1***@", cs))
+    out = _PAIR_RE.sub(sub, _URL_PASSWORD.sub(r"\1***@", cs))
+    for secret in _GENERATED:
+        out = out.replace(secret, "***")
+    return out
+
+
+_GENERATED: set[str] = set()  # passwords applier made (embedded --listen): never shown anywhere
+
+
+def add_secret(value: str) -> None:
+    """Redact ``value`` from every text :func:`redact` sees from now on (a generated password:
+    long and random, so it is not a word that could stand in a message by chance)."""
+    if len(value) >= 8:
+        _GENERATED.add(value)
 
 
 _URL_PASSWORD = re.compile(r"(://[^:/@\s;]*:)[^@\s;]*@")

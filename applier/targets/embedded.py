@@ -1,7 +1,8 @@
 """Embedded PostgreSQL: a throwaway cluster started by applier from the local binaries.
 
 The cluster lives in a temporary directory, listens on a free loopback port and a socket
-directory it owns, and is torn down at exit (normal exit, error, Ctrl-C or SIGTERM). After a
+directory it owns (``listen``: also on another address, for Spark executors on other hosts:
+then only with SCRAM-SHA-256 and a password generated for the run), and is torn down at exit (normal exit, error, Ctrl-C or SIGTERM). After a
 kill -9 the next start (or ``applier clean``) stops it and removes its folder
 (:mod:`applier.leftovers`: the folder names its owner process).
 PostgreSQL refuses to run as root, so when applier runs as root the server runs as an
@@ -12,8 +13,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ipaddress
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import socket
@@ -26,6 +29,7 @@ from pathlib import Path
 from applier import leftovers
 from applier.errors import TargetError
 from applier.targets.base import Target
+from applier.targets.connstr import add_secret, redact
 
 _DEBIAN_GLOB = "/usr/lib/postgresql/*/bin"
 
@@ -57,10 +61,117 @@ def find_pg_bindir() -> Path:
     )
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
+def free_port(host: str = "127.0.0.1") -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+# -- listening beyond loopback (--listen) -------------------------------------------------------
+LOOPBACK = "127.0.0.1"
+_WILDCARDS = {"0.0.0.0": "0.0.0.0", "*": "*", "::": "127.0.0.1,::"}  # --listen -> listen_addresses
+HBA_REMOTE = ("host all all 0.0.0.0/0 scram-sha-256", "host all all ::/0 scram-sha-256")
+
+
+def is_loopback(address: str) -> bool:
+    """Whether ``address`` (an IP or a host name) reaches this host only: then the cluster
+    keeps its loopback set-up. A name is loopback when every address it resolves to is."""
+    if address in _WILDCARDS:
+        return False
+    if address.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(address, None)
+    except OSError as e:
+        raise TargetError(f"--listen {address!r}: not an address of this host ({e.strerror or e})") from None
+    return all(ipaddress.ip_address(str(i[4][0]).split("%")[0]).is_loopback for i in infos)
+
+
+def listen_addresses(address: str) -> str:
+    """postgresql.conf's listen_addresses for ``--listen address``: loopback always (applier's
+    own tools reach the cluster there), and the address."""
+    if address in _WILDCARDS:
+        return _WILDCARDS[address]
+    if is_loopback(address):
+        return LOOPBACK
+    return f"{LOOPBACK},{address}"
+
+
+def hba_lines(address: str) -> list[str]:
+    """pg_hba.conf lines added for ``--listen address``: any host, SCRAM-SHA-256 only (initdb
+    wrote the local and loopback lines, also SCRAM-SHA-256)."""
+    return [] if is_loopback(address) else list(HBA_REMOTE)
+
+
+def _usable(ip: str) -> bool:
+    a = ipaddress.ip_address(ip.split("%")[0])
+    return not (a.is_loopback or a.is_link_local or a.is_unspecified)
+
+
+def host_address() -> str:
+    """An address of this host that other hosts can reach: what its name resolves to, else
+    the first of ``hostname -I`` (the name often resolves to 127.0.1.1 on Debian)."""
+    with contextlib.suppress(OSError):
+        for info in socket.getaddrinfo(socket.gethostname(), None, type=socket.SOCK_STREAM):
+            if _usable(str(info[4][0])):
+                return str(info[4][0])
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        out = subprocess.run(["hostname", "-I"], capture_output=True, text=True, timeout=10).stdout
+        for ip in out.split():
+            with contextlib.suppress(ValueError):
+                if _usable(ip):
+                    return ip
+    raise TargetError(
+        "--listen: cannot tell an address of this host that executors can reach (its name "
+        "resolves to loopback and `hostname -I` names none): give the address itself"
+    )
+
+
+def advertised_address(address: str) -> str:
+    """The Server= executors use for ``--listen address``: the address itself, or for a
+    wildcard (0.0.0.0, ::, *) an address of this host."""
+    if address in _WILDCARDS:
+        return host_address()
+    return LOOPBACK if is_loopback(address) else address
+
+
+def server_settings(
+    address: str, port: int, sockdir: Path, max_connections: int, synchronous_commit: bool
+) -> dict[str, str]:
+    """The cluster's settings (postgresql.auto.conf) before ``extra_settings``."""
+    settings = {
+        "listen_addresses": listen_addresses(address),
+        "port": str(port),
+        "unix_socket_directories": str(sockdir),
+        "max_connections": str(max_connections),
+        "synchronous_commit": "on" if synchronous_commit else "off",
+        "fsync": "on",
+        "shared_buffers": "256MB",
+        "max_wal_size": "2GB",
+        "logging_collector": "off",
+        "log_min_messages": "warning",
+        "log_min_error_statement": "panic",
+        "deadlock_timeout": "200ms",
+    }
+    if not is_loopback(address):
+        settings["password_encryption"] = "scram-sha-256"  # a password set later is hashed so too
+    return settings
+
+
+def write_config(datadir: Path, settings: dict[str, str], hba: list[str]) -> None:
+    """Append the settings to postgresql.auto.conf and the lines to pg_hba.conf."""
+    with open(datadir / "postgresql.auto.conf", "a", encoding="utf-8") as f:
+        for k, v in settings.items():
+            f.write(f"{k} = '{v}'\n")
+    if hba:
+        with open(datadir / "pg_hba.conf", "a", encoding="utf-8") as f:
+            f.write("\n# applier --listen: other hosts, password (SCRAM-SHA-256) only\n")
+            f.writelines(line + "\n" for line in hba)
 
 
 def _unprivileged_user() -> pwd.struct_passwd | None:
@@ -86,7 +197,10 @@ class EmbeddedPostgres(Target):
     extra_settings: dict[str, str] = field(default_factory=dict)
     keep: bool = False
     port: int = 0
+    listen: str = LOOPBACK  # another address: SCRAM-SHA-256 with a generated password
     datadir: Path | None = None
+    _password: str = "applier"  # loopback only; a listening cluster's is generated at start
+    _server: str | None = None
     _root: Path | None = None
     _proc: subprocess.Popen[bytes] | None = None
     _runas: pwd.struct_passwd | None = None
@@ -106,8 +220,14 @@ class EmbeddedPostgres(Target):
         if self._runas is not None:
             for p in (self._root, sockdir):
                 os.chown(p, self._runas.pw_uid, self._runas.pw_gid)
+        remote = not is_loopback(self.listen)
+        if remote:
+            self._password = secrets.token_urlsafe(24)
+            add_secret(self._password)
+        server = advertised_address(self.listen)  # before initdb: a wildcard without an address fails fast
         pwfile = self._root / "pw"
-        pwfile.write_text("applier\n")
+        pwfile.touch(mode=0o600)
+        pwfile.write_text(self._password + "\n")
         if self._runas is not None:
             os.chown(pwfile, self._runas.pw_uid, self._runas.pw_gid)
         self._run(
@@ -120,7 +240,7 @@ class EmbeddedPostgres(Target):
                 "--pwfile",
                 str(pwfile),
                 "-A",
-                "scram-sha-256",
+                "scram-sha-256",  # local and host (--auth-host) alike
                 "-E",
                 "UTF8",
                 "--locale",
@@ -128,25 +248,13 @@ class EmbeddedPostgres(Target):
                 "--no-sync",
             ]
         )
-        self.port = self.port or free_port()
-        settings = {
-            "listen_addresses": "127.0.0.1",
-            "port": str(self.port),
-            "unix_socket_directories": str(sockdir),
-            "max_connections": str(self.max_connections),
-            "synchronous_commit": "on" if self.synchronous_commit else "off",
-            "fsync": "on",
-            "shared_buffers": "256MB",
-            "max_wal_size": "2GB",
-            "logging_collector": "off",
-            "log_min_messages": "warning",
-            "log_min_error_statement": "panic",
-            "deadlock_timeout": "200ms",
-        }
+        self.port = self.port or free_port("0.0.0.0" if remote and ":" not in server else LOOPBACK)
+        self._server = server
+        settings = server_settings(
+            self.listen, self.port, sockdir, self.max_connections, self.synchronous_commit
+        )
         settings.update(self.extra_settings)
-        with open(self.datadir / "postgresql.auto.conf", "a", encoding="utf-8") as f:
-            for k, v in settings.items():
-                f.write(f"{k} = '{v}'\n")
+        write_config(self.datadir, settings, hba_lines(self.listen))
         logfile = open(self._root / "server.log", "ab")  # noqa: SIM115 - lives as long as the server
         self._proc = subprocess.Popen(
             [str(bindir / "postgres"), "-D", str(self.datadir)],
@@ -169,7 +277,7 @@ class EmbeddedPostgres(Target):
                 self.user,
                 self.database,
             ],
-            env={"PGPASSWORD": "applier"},
+            env={"PGPASSWORD": self.password},
         )
         return self
 
@@ -195,18 +303,43 @@ class EmbeddedPostgres(Target):
     # -- connection --------------------------------------------------------------
     @property
     def description(self) -> str:
-        return f"embedded PostgreSQL on 127.0.0.1:{self.port}"
+        if is_loopback(self.listen):
+            return f"embedded PostgreSQL on 127.0.0.1:{self.port}"
+        return (
+            f"embedded PostgreSQL on {self.server}:{self.port} (listening on {self.listen}: "
+            "SCRAM-SHA-256, generated password)"
+        )
 
     @property
     def password(self) -> str:
-        return "applier"
+        """The role's password: ``applier`` on loopback; generated when listening beyond it
+        (redacted wherever a connection string is shown)."""
+        return self._password
+
+    @property
+    def server(self) -> str:
+        """The address executors connect to (Server=)."""
+        return self._server or advertised_address(self.listen)
+
+    @property
+    def password_file(self) -> Path | None:
+        """The file holding the password (mode 0600), while the cluster's folder exists."""
+        return self._root / "pw" if self._root is not None else None
 
     def connection_string(self, database: str | None = None) -> str:
         return (
-            "Driver={PostgreSQL Unicode};Server=127.0.0.1;"
+            f"Driver={{PostgreSQL Unicode}};Server={self.server};"
             f"Port={self.port};Database={database or self.database};"
             f"Uid={self.user};Pwd={self.password};"
         )
+
+    def how_to_reach(self) -> str:
+        """What --keep prints: the connection string; when listening beyond loopback, redacted,
+        with the file that holds the password."""
+        cs = self.connection_string()
+        if is_loopback(self.listen):
+            return cs
+        return f"{redact(cs)} (the password is in {self.password_file}, readable by its owner only)"
 
     def create_database(self, name: str) -> str:
         """Create another database in this cluster; returns its connection string."""
