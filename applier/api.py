@@ -148,7 +148,7 @@ def run(
     try:
         config = check_config(config)
         config = config.replace(spark=spark_of(config, master, spark_conf, slot_wait))
-        if spark is None:  # an explicit local[K] with too few threads: refused before any JVM starts
+        if spark is None and not under_spark_submit():  # a local[K] too small: refused before any JVM starts
             check_local_master(choose_master(config.spark.master, "master"), needed_slots(config))
         check_paths(changes, snapshot, custom_sql, report, work_dir, capture=capture)
         for key, path in (("junit", junit), ("html", html)):

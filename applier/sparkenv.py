@@ -385,6 +385,8 @@ def slot_refusal(streams: int, slots: Slots, master: str, waited: float = 0.0) -
     )
     most = f"fewer --streams (at most {slots.found})" if slots.found >= 1 else "fewer --streams"
     if local_slots(master, os.cpu_count() or 1) is not None:
+        if under_spark_submit():
+            return f"{head}): submit with --master local[{streams}], or {most}"
         return f"{head}): use --master local[{streams}] (or leave --master out), or {most}"
     after = f", after waiting {waited:.0f} s for executors" if waited >= 1 else ""
     return (
@@ -466,7 +468,7 @@ def spark_session(
                 "(stop it first, or leave the master out to use it)"
             )
         return active
-    chosen = choose_master(master, master_as)
+    chosen = Master(None, "spark-submit") if under_spark_submit() else choose_master(master, master_as)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from applier.targets.connstr import ensure_odbc_env
