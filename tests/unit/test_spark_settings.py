@@ -134,7 +134,13 @@ def test_the_refusal_names_n_the_slots_and_the_fixes() -> None:
     assert "--conf spark.cores.max=4" in cluster and "at most 2" in cluster and "--slot-wait" in cluster
 
 
-def test_an_explicit_local_master_too_small_is_refused_before_spark_starts() -> None:
+@pytest.fixture
+def no_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No Spark session in this process (another test's would be the one a run uses)."""
+    monkeypatch.setattr("applier.sparkenv.SparkSession.getActiveSession", lambda: None)
+
+
+def test_an_explicit_local_master_too_small_is_refused_before_spark_starts(no_session: None) -> None:
     with pytest.raises(ConfigError, match=r"4 streams need 4 .* local\[2\] has 2 .*--streams \(at most 2\)"):
         check_local_master(Master("local[2]", "--master"), 4)
     check_local_master(Master("local[4]", "--master"), 4)
@@ -266,7 +272,7 @@ def test_the_command_line_over_the_file(monkeypatch: pytest.MonkeyPatch) -> None
     ],
 )
 def test_bad_spark_options_name_the_option(
-    monkeypatch: pytest.MonkeyPatch, args: list[str], message: str
+    monkeypatch: pytest.MonkeyPatch, no_session: None, args: list[str], message: str
 ) -> None:
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     a = _run_args(*args)
