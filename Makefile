@@ -2,12 +2,15 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 OUT ?= out
+VENV35 ?= .venv35
+# The lowest pyspark pyproject.toml declares ("pyspark>=3.5.N,<5"): test-spark35 runs on it.
+SPARK_LOWEST := $(shell sed -n 's/^ *"pyspark>=\([0-9.]*\),.*/\1/p' pyproject.toml)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-unit test-faults test-e2e lint bench bench-capture clean
+.PHONY: help setup demo test test-unit test-faults test-e2e test-spark35 lint bench bench-capture clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 setup: ## install what is missing: apt packages, .venv with applier and test extras (idempotent)
 	@bash ci/setup.sh
@@ -23,6 +26,19 @@ test-faults: setup ## kill -9 at 26 seeded moments and resume, connection kills,
 
 test-e2e: setup ## longer end-to-end runs: plugin per target, hazards' blame, seeded schedules, bench, fuzz, matrix, every capture example (~25 min)
 	$(BIN)/pytest -m e2e
+
+test-spark35: setup ## the smoke tests (-m smoke) on the lowest pyspark pyproject.toml declares (3.5.x), in .venv35
+	@test -x $(VENV35)/bin/python || python3 -m venv $(VENV35)
+	@echo '*' > $(VENV35)/.gitignore
+	@want="$$(sha256sum pyproject.toml | cut -d' ' -f1) $(SPARK_LOWEST)"; \
+	if [ "$$(cat $(VENV35)/.applier-installed 2>/dev/null)" != "$$want" ]; then \
+		echo "test-spark35: installing applier with pyspark==$(SPARK_LOWEST) into $(VENV35)"; \
+		$(VENV35)/bin/python -m pip install -q -e ".[test]" "pyspark==$(SPARK_LOWEST)" && \
+		echo "$$want" > $(VENV35)/.applier-installed; \
+	fi
+	@mkdir -p $(VENV35)/etc/odbc && cp $(VENV)/etc/odbc/odbcinst.ini $(VENV35)/etc/odbc/
+	@$(VENV35)/bin/python -c "import pyspark, sys; v = pyspark.__version__; print('pyspark', v); sys.exit(v != '$(SPARK_LOWEST)')"
+	$(VENV35)/bin/pytest -m smoke
 
 test-unit: setup ## run the unit tests only (no database, no Spark)
 	$(BIN)/pytest tests/unit
@@ -41,4 +57,4 @@ bench-capture: setup ## Debezium reader vs canonical reader, 1,000,000 events (E
 	$(BIN)/python ci/bench_capture.py $(or $(EVENTS),1000000) $(OUT)/bench-capture
 
 clean: ## remove the virtual environment and outputs
-	rm -rf $(VENV) $(OUT) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VENV35) $(OUT) .pytest_cache .mypy_cache .ruff_cache

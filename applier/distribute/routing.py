@@ -120,18 +120,22 @@ def match(
     fill = _image_struct(F.col(fill_from), article) if fill_from else None
     extra = [fill.alias(_P + "fill")] if fill is not None else []
     base = df.select(*[F.col(f"`{c}`").alias(_P + c) for c in own], img.alias(_P + "img"), *extra)
-    exposed = []
-    for c in article.replicated:
+    raw, exposed = [], []
+    for i, c in enumerate(article.replicated):
         v = F.col(_P + "img")[c.name]
         if fill is not None:
             unchanged = (F.col(_P + "op") == "U") & ~F.array_contains(F.col(_P + "changed"), c.name)
             v = F.when(unchanged, F.col(_P + "fill")[c.name]).otherwise(v)
-        # try_cast: a value Spark cannot read as the column type evaluates as NULL (no match)
-        exposed.append(v.try_cast(spark_type(c)).alias(c.name))
+        raw.append(v.alias(f"{_P}v{i}"))
+        # try_cast: a value Spark cannot read as the column type evaluates as NULL (no match).
+        # SQL's try_cast, not Column.try_cast: that one is Spark 4's, this is also 3.5's.
+        exposed.append(F.expr(f"try_cast(`{_P}v{i}` AS {spark_type(c)})").alias(c.name))
     try:
         cond = F.coalesce(F.expr(where), F.lit(False))
-        evaluated = base.select(*[F.col(_P + c) for c in own], *exposed).select(
-            *[F.col(_P + c).alias(c) for c in own], cond.alias(out)
+        evaluated = (
+            base.select(*[F.col(_P + c) for c in own], *raw)
+            .select(*[F.col(_P + c) for c in own], *exposed)
+            .select(*[F.col(_P + c).alias(c) for c in own], cond.alias(out))
         )
     except Exception as e:  # noqa: BLE001 - Spark's analysis errors, reported with the clause
         why = str(e).split("\n", 1)[0][:300]

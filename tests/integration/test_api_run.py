@@ -14,7 +14,7 @@ from applier.config import parse_config
 from tests.integration.helpers import config, rows, write_jsonl
 from tests.integration.test_repserver_schema import ART, _stream
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # make test-spark35 too
 
 
 def test_run_starts_and_stops_the_target_it_is_given(spark, tmp_path):

@@ -77,6 +77,7 @@ def test_only_the_generated_password_over_scram(listening):
     assert oct(pg.password_file.stat().st_mode & 0o777) == "0o600"
 
 
+@pytest.mark.smoke
 def test_a_run_on_two_streams_converges_and_never_shows_the_password(spark, listening, tmp_path):
     pg, ip = listening
     out = tmp_path / "run"
@@ -95,6 +96,7 @@ def test_a_run_on_two_streams_converges_and_never_shows_the_password(spark, list
     assert "listen_rows" in everything and pg.password not in everything
 
 
+@pytest.mark.smoke
 def test_the_cli_run_with_listen(tmp_path):
     """`applier run --listen ADDRESS --streams 2` in its own process: the password it
     generates is caught as it is made (outside the run's folder) and looked for everywhere."""

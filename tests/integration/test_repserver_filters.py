@@ -119,6 +119,7 @@ def test_seed_000_update_c1_from_1_to_2(spark, pg, tmp_path):
     assert res.exit_code == 0
 
 
+@pytest.mark.smoke
 def test_generated_stream_with_key_updates_converges_per_filter(spark, pg):
     """A generated stream (inserts, updates, deletes, key updates) to two filtered
     subscriptions, one with a column list: rows move in and out of each filter, keys change,

@@ -202,6 +202,7 @@ def test_hostile_names_every_syntax(target) -> None:
             s.close()
 
 
+@pytest.mark.smoke
 def test_every_syntax_converges_on_four_streams(spark, target) -> None:
     """One run, one article per delivery (so every syntax shares the same rounds): the
     key-chain workload's key changes hit the documented hazard, the agent resets to one
