@@ -210,6 +210,8 @@ class EmbeddedPostgres(Target):
         if self.started:
             return self
         bindir = find_pg_bindir()
+        remote = not is_loopback(self.listen)
+        server = advertised_address(self.listen)  # a wildcard on a host without an address fails here
         self._runas = _unprivileged_user()
         leftovers.clean()  # clusters and folders of runs that were killed (kill -9) go first
         self._root = leftovers.owned_dir("applier-pg-")
@@ -220,11 +222,9 @@ class EmbeddedPostgres(Target):
         if self._runas is not None:
             for p in (self._root, sockdir):
                 os.chown(p, self._runas.pw_uid, self._runas.pw_gid)
-        remote = not is_loopback(self.listen)
         if remote:
             self._password = secrets.token_urlsafe(24)
             add_secret(self._password)
-        server = advertised_address(self.listen)  # before initdb: a wildcard without an address fails fast
         pwfile = self._root / "pw"
         pwfile.touch(mode=0o600)
         pwfile.write_text(self._password + "\n")
