@@ -3,8 +3,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 OUT ?= out
 VENV35 ?= .venv35
-# The lowest pyspark pyproject.toml declares ("pyspark>=3.5.N,<5"): test-spark35 runs on it.
-SPARK_LOWEST := $(shell sed -n 's/^ *"pyspark>=\([0-9.]*\),.*/\1/p' pyproject.toml)
+# The lowest pyspark pyproject.toml declares (its first "pyspark>=3.5.N,<5"): test-spark35 runs on it.
+SPARK_LOWEST := $(shell sed -n 's/^ *"pyspark>=\([0-9.]*\),.*/\1/p' pyproject.toml | head -1)
 
 .DEFAULT_GOAL := help
 .PHONY: help setup demo test test-unit test-faults test-e2e test-spark35 lint bench bench-capture clean
