@@ -415,6 +415,20 @@ class Dialect(SchemaStatements):
         """A non-negative integer hash of the key columns (for slicing reads)."""
         raise NotImplementedError
 
+    def key_bounds_sql(self, article: Article) -> str:
+        """MIN and MAX of the article's first key column and its row count: how a read of the
+        subscriber is split into ranges (applier.verify.target)."""
+        k = self.quote(article.key_columns[0].name)
+        return f"SELECT MIN({k}), MAX({k}), COUNT(*) FROM {self.table(article)}"
+
+    def select_range_sql(self, article: Article, lower: bool, upper: bool) -> str:
+        """Every row of the article whose first key column is in [lower, upper): each bound
+        present is a parameter (lower first); one range of a range-split read."""
+        col = article.key_columns[0]
+        k = self.quote(col.name)
+        conds = [f"{k} {op} {self.param_marker(col.type)}" for op, on in ((">=", lower), ("<", upper)) if on]
+        return self.select_rows_sql(article) + (" WHERE " + " AND ".join(conds) if conds else "")
+
     def insert_sql(self, article: Article) -> str:
         cols = ", ".join(self.quote(c) for c in article.column_names)
         marks = ", ".join("?" for _ in article.column_names)

@@ -1,13 +1,20 @@
 """Read the subscriber's rows back, normalised to the canonical image encoding.
 
-Each article is read in slices of a hash of its key, each slice by its own Spark task with
-its own connection (fetchmany in chunks), so the table never passes through the driver and
-the normalisation runs on every core.
+Each article's key space is split into ranges of its first key column, each range read by
+its own Spark task with its own connection (fetchmany in chunks, the bounds bound as
+parameters), so the table never passes through the driver, the normalisation runs on every
+core and no task holds more than about ``MAX_ROWS_PER_TASK`` rows (psqlODBC buffers a whole
+result set in the client). The driver reads only each article's MIN, MAX and COUNT(*) of
+that column to cut the ranges: enough of them to give every core its share of the rows and
+no range longer than the bound, assuming keys spread evenly over [MIN, MAX]. An article
+whose first key column is not an integer is cut into slices of a hash of its key instead
+(each slice a scan of the table, so as few as the bound allows).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -19,15 +26,90 @@ from applier.targets.endpoint import Endpoint
 from applier.values import dumps_sorted_image, encoder, key_text
 
 _ARROW = pa.schema([("article", pa.string()), ("key", pa.string()), ("image", pa.string())])
+MAX_ROWS_PER_TASK = 250_000  # rows one read task holds at most (evenly spread keys)
+_PART_SCHEMA = "article string, lo long, hi long, slice int, slices int"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One read task: the rows of ``article`` whose first key column is in [lo, hi) (None: no
+    bound on that side), or, with ``slices`` > 1, slice ``slice`` of a hash of the key."""
+
+    article: str
+    lo: int | None = None
+    hi: int | None = None
+    slice: int = 0
+    slices: int = 1
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """MIN and MAX of an article's first key column on the subscriber, and its row count."""
+
+    lo: object
+    hi: object
+    rows: int
+
+
+def split_range(lo: int, hi: int, parts: int) -> list[tuple[int | None, int | None]]:
+    """[lo, hi] (inclusive) cut into ``parts`` ranges [a, b) of (nearly) equal span, at most
+    one per value; the first is open below and the last open above, so every value, inside
+    the bounds or not, falls in exactly one range."""
+    span = hi - lo + 1
+    parts = max(1, min(parts, span))
+    cuts: list[int | None] = [lo + span * i // parts for i in range(1, parts)]
+    edges = [None, *cuts, None]
+    return list(zip(edges, edges[1:], strict=False))
+
+
+def plan_parts(
+    articles: Sequence[Article], bounds: Mapping[str, Bounds], tasks: int, max_rows: int = MAX_ROWS_PER_TASK
+) -> list[Part]:
+    """The read tasks: each article gets its share of ``tasks`` by its rows, and at least
+    rows / ``max_rows`` (an empty article: one task)."""
+    total = sum(b.rows for b in bounds.values())
+    out: list[Part] = []
+    for a in articles:
+        b = bounds[a.name]
+        n = max(1, -(-tasks * b.rows // total) if total else 1, -(-b.rows // max(1, max_rows)))
+        if b.rows == 0 or n == 1:
+            out.append(Part(a.name))
+        elif a.key_columns[0].type.kind == "int" and isinstance(b.lo, int) and isinstance(b.hi, int):
+            out.extend(Part(a.name, lo, hi) for lo, hi in split_range(b.lo, b.hi, n))
+        else:
+            out.extend(Part(a.name, slice=i, slices=n) for i in range(n))
+    return out
+
+
+def key_bounds(target: Endpoint, articles: Sequence[Article]) -> dict[str, Bounds]:
+    """:class:`Bounds` of every article, read on the driver (three numbers each)."""
+    dialect = target.dialect
+    conn = target.connect()
+    try:
+        cur = conn.cursor()
+        out = {}
+        for a in articles:
+            lo, hi, rows = cur.execute(dialect.key_bounds_sql(a)).fetchone()
+            out[a.name] = Bounds(lo, hi, int(rows or 0))
+        conn.commit()
+        return out
+    finally:
+        conn.close()
 
 
 def read_target(
-    spark: SparkSession, target: Endpoint, articles: Sequence[Article], slices: int | None = None
+    spark: SparkSession,
+    target: Endpoint,
+    articles: Sequence[Article],
+    tasks: int | None = None,
+    max_rows: int = MAX_ROWS_PER_TASK,
 ) -> DataFrame:
-    """(article, key, image) of every row the subscriber holds, images canonical."""
+    """(article, key, image) of every row the subscriber holds, images canonical, read by
+    the tasks of :func:`plan_parts` (``tasks``: Spark's default parallelism unless given)."""
     by_name = {a.name: a for a in articles}
-    if slices is None:
-        slices = max(1, spark.sparkContext.defaultParallelism // max(1, len(articles)))
+    if tasks is None:
+        tasks = spark.sparkContext.defaultParallelism
+    parts = plan_parts(articles, key_bounds(target, articles), tasks, max_rows) if articles else []
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         dialect = target.dialect
@@ -35,8 +117,8 @@ def read_target(
         conn = target.connect()
         try:
             for b in batches:
-                for name, part in zip(
-                    b.column("article").to_pylist(), b.column("slice").to_pylist(), strict=True
+                for name, lo, hi, part, slices in zip(
+                    *(b.column(i).to_pylist() for i in range(5)), strict=True
                 ):
                     a = by_name[name]
                     # the dict is built in sorted-name order: its image needs no sort per row
@@ -47,7 +129,8 @@ def read_target(
                     if slices > 1:
                         cur.execute(dialect.select_rows_sql(a, slices), part)
                     else:
-                        cur.execute(dialect.select_rows_sql(a))
+                        params = [v for v in (lo, hi) if v is not None]
+                        cur.execute(dialect.select_range_sql(a, lo is not None, hi is not None), *params)
                     while True:
                         rows = cur.fetchmany(10000)
                         if not rows:
@@ -64,6 +147,7 @@ def read_target(
         finally:
             conn.close()
 
-    work = [(a.name, i) for a in articles for i in range(slices)]
-    names = spark.createDataFrame(work, "article string, slice int")
-    return names.repartition(max(1, len(work))).mapInArrow(read, SNAPSHOT_SCHEMA)
+    rows = [(p.article, p.lo, p.hi, p.slice, p.slices) for p in parts]
+    # one part per partition: parallelize puts element i alone in slice i
+    rdd = spark.sparkContext.parallelize(rows, max(1, len(rows)))
+    return spark.createDataFrame(rdd, _PART_SCHEMA).mapInArrow(read, SNAPSHOT_SCHEMA)

@@ -1,0 +1,74 @@
+"""The subscriber is read in ranges of each article's first key column: every value falls in
+exactly one range, each article gets its share of the tasks and no range more than the
+bound on rows; a key that is not an integer is sliced by hash instead."""
+
+from __future__ import annotations
+
+import pytest
+
+from applier.articles import Article, Column, parse_type
+from applier.dialects import DIALECTS
+from applier.verify.target import Bounds, Part, plan_parts, split_range
+
+
+def _article(name: str, key_type: str = "int") -> Article:
+    return Article(
+        "dbo", name, (Column("id", parse_type(key_type), False), Column("v", parse_type("int"))), ("id",)
+    )
+
+
+def _owner(ranges: list[tuple[int | None, int | None]], v: int) -> list[int]:
+    return [i for i, (lo, hi) in enumerate(ranges) if (lo is None or v >= lo) and (hi is None or v < hi)]
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "parts"), [(1, 200_000, 4), (-7, 13, 3), (5, 5, 8), (0, 9, 10), (1, 3, 7)]
+)
+def test_every_value_in_exactly_one_range(lo: int, hi: int, parts: int) -> None:
+    ranges = split_range(lo, hi, parts)
+    assert len(ranges) == min(parts, hi - lo + 1)
+    assert ranges[0][0] is None and ranges[-1][1] is None  # open ends: nothing outside is lost
+    for v in [lo - 100, *range(lo, min(hi, lo + 50) + 1), hi, hi + 100]:
+        assert len(_owner(ranges, v)) == 1
+    spans = [
+        b - a
+        for a, b in zip(
+            [lo, *(r[0] for r in ranges[1:])], [*(r[1] for r in ranges[:-1]), hi + 1], strict=True
+        )
+    ]
+    assert max(spans) - min(spans) <= 1  # equal spans
+
+
+def test_tasks_shared_by_rows_and_bounded() -> None:
+    big, small, empty = _article("big"), _article("small"), _article("empty")
+    bounds = {
+        "dbo.big": Bounds(1, 1_000_000, 1_000_000),
+        "dbo.small": Bounds(1, 1000, 1000),
+        "dbo.empty": Bounds(None, None, 0),
+    }
+    parts = plan_parts([big, small, empty], bounds, tasks=4, max_rows=100_000)
+    by = {n: [p for p in parts if p.article == f"dbo.{n}"] for n in ("big", "small", "empty")}
+    assert len(by["big"]) == 10  # the bound on rows, above its share (4) of the tasks
+    assert len(by["small"]) == 1 and by["small"][0] == Part("dbo.small")
+    assert by["empty"] == [Part("dbo.empty")]
+    # with more tasks than the bound needs, the share decides
+    assert len([p for p in plan_parts([big], bounds, tasks=16, max_rows=10**9)]) == 16
+    rs = [(p.lo, p.hi) for p in by["big"]]
+    assert rs[0] == (None, 100_001) and rs[-1] == (900_001, None)
+
+
+def test_a_key_that_is_not_an_integer_is_sliced_by_hash() -> None:
+    a = _article("names", "nvarchar(20)")
+    parts = plan_parts([a], {"dbo.names": Bounds("a", "z", 50)}, tasks=3, max_rows=100)
+    assert parts == [Part("dbo.names", slice=i, slices=3) for i in range(3)]
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "tsql"])
+def test_range_sql_binds_its_bounds(dialect: str) -> None:
+    d = DIALECTS[dialect]()
+    a = _article("t", "bigint")
+    assert d.select_range_sql(a, False, False) == d.select_rows_sql(a)
+    both = d.select_range_sql(a, True, True)
+    assert both.count("?") == 2 and " >= " in both and " < " in both
+    assert d.select_range_sql(a, True, False).count("?") == 1
+    assert "COUNT(*)" in d.key_bounds_sql(a) and d.table(a) in d.key_bounds_sql(a)
