@@ -19,7 +19,7 @@ from typing import Any
 from applier.articles import Article
 from applier.config import Config, RunSettings, Workload, parse_config
 from applier.records.schema import CHANGE_FIELDS
-from applier.sources.generator import LANES, generate_lane
+from applier.sources.generator import generate_lane, lane_count
 
 # The benchmark table: an int key and three non-key columns of common types. Updates change
 # one or two of them (SCALL, as SQL Server generates by default).
@@ -114,7 +114,8 @@ def changes(config: Config, source: Path | None = None) -> Iterator[Change]:
             last = c[0]
             yield c
         return
-    lanes = [_lane_changes(config.articles, config.workload, lane) for lane in range(LANES)]
+    n = lane_count(config.workload)
+    lanes = [_lane_changes(config.articles, config.workload, lane) for lane in range(n)]
     yield from heapq.merge(*lanes, key=lambda c: c[0])
 
 
@@ -123,7 +124,7 @@ def snapshot(config: Config, source: Path | None = None) -> Iterator[tuple[str, 
     if source is not None:
         yield from _parquet_rows(source / "snapshot", ["article", "image"])
         return
-    for lane in range(LANES):
+    for lane in range(lane_count(config.workload)):
         for kind, r in generate_lane(config.articles, config.workload, lane):
             if kind != "snapshot":
                 break  # the lane's snapshot comes first; stop before generating its changes

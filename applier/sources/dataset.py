@@ -26,7 +26,7 @@ from applier.records.schema import ARROW_CHANGE, CHANGE_FIELDS, CHANGE_SCHEMA, S
 from applier.sources import reading
 from applier.sources.files import InputFiles, change_files, input_files
 from applier.sources.formats import Format, Options
-from applier.sources.generator import LANES, generate_lane
+from applier.sources.generator import generate_lane, lane_count
 
 _GEN_SCHEMA = "kind string, " + CHANGE_SCHEMA
 _ARROW_GEN = pa.schema([("kind", pa.string()), *ARROW_CHANGE])
@@ -116,7 +116,8 @@ def generate(spark: SparkSession, config: Config) -> ChangeSet:
 
         yield from _batches(rows(), _ARROW_GEN)
 
-    gen = spark.range(0, LANES, numPartitions=LANES).mapInArrow(lanes, _GEN_SCHEMA)
+    n = lane_count(workload)  # one task per lane
+    gen = spark.range(0, n, numPartitions=n).mapInArrow(lanes, _GEN_SCHEMA)
 
     size = workload.initial_rows * len(articles) + workload.commands
     gen = gen.persist(cache_level(size))

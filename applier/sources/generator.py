@@ -1,10 +1,18 @@
 """Seeded change-stream generator: workloads ``uniform``, ``key-chains`` and ``updates``.
 
-The key space is cut into LANES lanes; lane l owns the key numbers k with k % LANES == l
-and the transactions t with (t - 1) % LANES == l, so each lane can be generated on its own
-Spark task from (seed, lane) alone, yet every command is consistent with the state the
+The key space is cut into L lanes (:func:`lane_count`); lane l owns the key numbers k with
+k % L == l and the transactions t with (t - 1) % L == l, so each lane can be generated on its
+own Spark task from (seed, lane) alone, yet every command is consistent with the state the
 earlier commands left (an update or delete always finds its row at the publisher). The
 result does not depend on the number of Spark executors.
+
+L is 16 (``LANES``) up to 16 x ``LANE_COMMANDS`` commands, and beyond that grows with the
+workload (the next multiple of 16 that keeps every lane at ``LANE_COMMANDS`` commands or
+fewer), so the generator's parallelism (one task per lane) and each lane's memory follow
+the stream's size. A lane is one sequence of draws from its own seeded generator, so a
+seed's stream is defined for its lane count: the same seed and workload give the same
+stream on any cluster, but a workload large enough for more lanes is not a prefix of a
+smaller one's stream.
 
 - uniform: inserts, non-key updates and deletes of random rows, plus key updates at
   ``key_update_share``.
@@ -29,7 +37,8 @@ from applier.errors import ConfigError
 from applier.records.schema import make_lsn
 from applier.values import dumps_image, encode, key_text
 
-LANES = 16
+LANES = 16  # lanes of every workload of up to LANES * LANE_COMMANDS commands
+LANE_COMMANDS = 1_000_000  # commands one lane generates at most (beyond 16 lanes)
 BASE_DATE = dt.datetime(2020, 1, 1)
 # Mostly ASCII, some quotes, Unicode and separators: the values a binder must survive.
 TEXT_ALPHABET = "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ0123456789'\";--éßж中"
@@ -119,6 +128,7 @@ class _Table:
     keys: list[int]
     pos: dict[int, int]
     next_fresh: int
+    step: int = LANES  # the lane count: the next fresh key of this lane is next_fresh + step
 
     def add(self, k: int, row: dict[str, Any]) -> None:
         self.rows[k] = row
@@ -134,29 +144,39 @@ class _Table:
         return self.rows.pop(k)
 
 
-def lane_initial_keys(w: Workload, lane: int) -> range:
-    first = lane if lane > 0 else LANES
-    return range(first, w.initial_rows + 1, LANES)
+def lane_count(w: Workload) -> int:
+    """The lanes of a workload: LANES, or the next multiple of LANES that keeps every lane
+    at LANE_COMMANDS commands or fewer. A function of the workload alone (never of the
+    cluster), so a seed gives one stream."""
+    need = -(-w.commands // LANE_COMMANDS)
+    return max(LANES, -(-need // LANES) * LANES)
+
+
+def lane_initial_keys(w: Workload, lane: int, lanes: int | None = None) -> range:
+    n = lane_count(w) if lanes is None else lanes
+    first = lane if lane > 0 else n
+    return range(first, w.initial_rows + 1, n)
 
 
 def generate_lane(
     articles: tuple[Article, ...], w: Workload, lane: int
 ) -> Iterator[tuple[str, tuple[Any, ...]]]:
     """Yield ("snapshot", (article, key, image)) then ("change", canonical row) for one lane."""
+    lanes = lane_count(w)
     rng = random.Random(f"applier:{w.seed}:{lane}")
     tables: dict[str, _Table] = {}
     fresh0 = w.initial_rows + 1
-    fresh0 += (lane - fresh0) % LANES
+    fresh0 += (lane - fresh0) % lanes
     for a in articles:
-        t = _Table({}, [], {}, fresh0)
-        for k in lane_initial_keys(w, lane):
+        t = _Table({}, [], {}, fresh0, lanes)
+        for k in lane_initial_keys(w, lane, lanes):
             row = random_row(a, k, rng)
             t.add(k, row)
             yield "snapshot", (a.name, key_text(a, row), dumps_image(row))
         tables[a.name] = t
     chains: list[tuple[str, int, int]] = []  # (article, current key number, links left)
     p_key = w.key_update_share
-    for xact in range(lane + 1, w.transactions + 1, LANES):
+    for xact in range(lane + 1, w.transactions + 1, lanes):
         touched_by_chain: set[tuple[str, int]] = set()
         for cmd_id in range(1, w.commands_per_transaction + 1):
             a = articles[rng.randrange(len(articles))]
@@ -174,7 +194,7 @@ def generate_lane(
             r2 = rng.random()
             if not t.keys or r2 < 0.25:
                 k = t.next_fresh
-                t.next_fresh += LANES
+                t.next_fresh += t.step
                 after = random_row(a, k, rng)
                 t.add(k, after)
                 yield (
@@ -267,7 +287,7 @@ def _key_update(
         k = t.keys[rng.randrange(len(t.keys))]
         chains[:] = [c for c in chains if not (c[0] == a.name and c[1] == k)]
     new_k = t.next_fresh
-    t.next_fresh += LANES
+    t.next_fresh += t.step
     before = t.remove(k)
     after = dict(before)
     after.update(key_values(a, new_k))

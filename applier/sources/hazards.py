@@ -1,7 +1,8 @@
 """Seeded hazard workloads: ordering bugs made to happen on purpose.
 
-Each hazard is a small pattern of transactions repeated over fresh keys; lane l of LANES owns
-a contiguous block of transactions, so a pattern's steps are consecutive transactions (and
+Each hazard is a small pattern of transactions repeated over fresh keys; lane l of the
+workload's lanes (:func:`applier.sources.generator.lane_count`: 16 unless the workload is
+large) owns a contiguous block of transactions, so a pattern's steps are consecutive transactions (and
 land on different streams under round-robin). Each comes with its own articles, including
 the constraints a subscriber may add (a unique index, a foreign key).
 """
@@ -16,9 +17,9 @@ from typing import Any
 from applier.articles import Article
 from applier.config import Config, Workload, parse_article_dicts
 from applier.records.schema import make_lsn
+from applier.sources.generator import LANES, lane_count
 from applier.values import dumps_image, key_text
 
-LANES = 16
 ROWS = "dbo.hz_rows"
 UNIQ = "dbo.hz_unique"
 PARENT = "dbo.hz_parent"
@@ -64,10 +65,11 @@ class _Lane:
     rng: random.Random
     next_key: int
     snapshot: list[tuple[str, dict[str, Any]]]
+    lanes: int = LANES
 
     def key(self) -> int:
         k = self.next_key
-        self.next_key += LANES
+        self.next_key += self.lanes
         return k
 
     def row(self, article: str, **values: Any) -> dict[str, Any]:
@@ -211,12 +213,12 @@ def generate_lane(
     """Same output as the uniform generator: ("snapshot", ...) then ("change", canonical row)."""
     hazard = HAZARDS[w.kind]
     by_name = {a.name: a for a in articles}
-    per_lane = -(-w.transactions // LANES)
+    lanes = lane_count(w)
+    per_lane = -(-w.transactions // lanes)
     first = lane * per_lane + 1
     last = min(w.transactions, first + per_lane - 1)
-    state = _Lane(
-        lane, random.Random(f"applier-hazard:{w.seed}:{w.kind}:{lane}"), w.initial_rows + 1 + lane + LANES, []
-    )
+    rng = random.Random(f"applier-hazard:{w.seed}:{w.kind}:{lane}")
+    state = _Lane(lane, rng, w.initial_rows + 1 + lane + lanes, [], lanes)
     steps: Steps = []
     xact = first
     while xact + len(steps) <= last:

@@ -4,12 +4,13 @@ its row at the publisher; key-chains produce chains."""
 from __future__ import annotations
 
 from applier.config import Workload, demo_config
-from applier.sources.generator import LANES, generate_lane
+from applier.sources import generator
+from applier.sources.generator import LANE_COMMANDS, LANES, generate_lane, lane_count
 
 
 def all_lanes(w):
     cfg = demo_config()
-    return [r for lane in range(LANES) for r in generate_lane(cfg.articles, w, lane)]
+    return [r for lane in range(lane_count(w)) for r in generate_lane(cfg.articles, w, lane)]
 
 
 def test_same_seed_same_stream_other_seed_other_stream():
@@ -25,8 +26,32 @@ def test_positions_are_unique_and_transactions_dense():
     assert sorted({c[1] for c in changes}) == list(range(1, 81))
 
 
-def test_every_update_and_delete_finds_its_row():
+def test_lane_count_is_16_until_a_lane_would_exceed_its_commands():
+    assert lane_count(Workload()) == LANES == 16
+    per = 16 * LANE_COMMANDS // 100
+    assert lane_count(Workload(transactions=per, commands_per_transaction=100)) == 16
+    assert lane_count(Workload(transactions=per + 1, commands_per_transaction=100)) == 32
+    # 100,000,000 commands: 100 lanes needed, the next multiple of 16
+    assert lane_count(Workload(transactions=1_000_000, commands_per_transaction=100)) == 112
+
+
+def test_more_lanes_keep_the_stream_consistent_and_dense(monkeypatch):
+    """A large workload's lanes (forced here by a tiny per-lane bound): positions unique,
+    transactions dense, every update and delete finds its row, fresh keys never reused."""
+    monkeypatch.setattr(generator, "LANE_COMMANDS", 20)
     w = Workload(kind="uniform", initial_rows=40, transactions=300, key_update_share=0.2)
+    assert lane_count(w) == 80
+    changes = [r for kind, r in all_lanes(w) if kind == "change"]
+    assert len({c[0] for c in changes}) == len(changes) == 300 * 5
+    assert sorted({c[1] for c in changes}) == list(range(1, 301))
+    _check_rows(w)
+
+
+def test_every_update_and_delete_finds_its_row():
+    _check_rows(Workload(kind="uniform", initial_rows=40, transactions=300, key_update_share=0.2))
+
+
+def _check_rows(w):
     rows = set()
     for kind, r in sorted(
         all_lanes(w), key=lambda x: (x[0] != "snapshot", x[1][0] if x[0] == "change" else 0)
