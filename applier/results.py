@@ -13,7 +13,7 @@ exit code follows the merged verdict (0 converged, 1 diverged, 2 unknown).
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -192,7 +192,8 @@ class SubscriptionResult:
     schema_changes: tuple[Mapping[str, Any], ...] = ()
     procedures: tuple[Mapping[str, Any], ...] = ()
     # The schedule as it ran (applier.pipeline.schedule) and every conflict (lsn, stream, class)
-    schedule: tuple[Mapping[str, Any], ...] = ()
+    # (a long schedule is a pipeline.schedule.ScheduleFile: on disk, read lazily)
+    schedule: Sequence[Mapping[str, Any]] = ()
     conflict_events: tuple[tuple[int | None, int | None, str], ...] = ()
 
     @property

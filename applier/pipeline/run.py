@@ -244,7 +244,7 @@ def _subscription(
         rs.model,
         job,
         held is not None,
-        size_hint=config.workload.commands if "generated" in ident.settings["source"] else None,
+        size_hint=_size_hint(config, cs, ident, routing),
     )
     known = None
     if whole and cs.stats is not None:
@@ -298,9 +298,20 @@ def _subscription(
         tuple(plan.statements),
         tuple(applied.schema_changes),
         tuple(plan.procedures),
-        tuple(schedule_rows(ev)),
+        schedule_rows(ev),
         tuple(conflict_rows(ev)),
     )
+
+
+def _size_hint(config: Config, cs: ChangeSet, ident: RunIdentity, routing: Mapping[str, int]) -> int:
+    """Commands the subscription's stream holds (how its planned stream is cached: a large one
+    on disk only, never in the driver JVM's heap): the generated count, the routed counts, or
+    a count of the stream as read (cached)."""
+    if "generated" in ident.settings["source"]:
+        return config.workload.commands
+    if routing:
+        return sum(routing.values())
+    return int(cs.changes.count())
 
 
 def _record(endpoint: Endpoint, name: str, ident: RunIdentity, phase: str, rows: int | None) -> None:

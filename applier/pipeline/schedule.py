@@ -11,53 +11,119 @@ controlled schedule's own order (the gate numbers its turns), else the order the
 ``anchor`` is the lsn of the last command the stream sent before the step: a commit, a
 rollback or a progress row is known by it when a shrunk stream follows the recorded order
 (:func:`applier.apply.gate.order_of`).
+
+Every command is in some step's ``lsns``, so a schedule grows with the stream: one whose steps'
+texts exceed ``KEEP_CHARS`` is not collected to the driver but sorted by Spark and streamed,
+a partition at a time, to a file (:class:`ScheduleFile`, read back lazily).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import shutil
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
+from applier import leftovers
 from applier.errors import InputError
 
+KEEP_CHARS = 4_000_000  # the steps' texts (lsns, errors) kept in memory at most
+_STEP_COLUMNS = ("stream", "round", "outcome", "class", "code", "message", "n", "t_exec", "t_commit")
 
-def schedule_rows(events: DataFrame) -> list[dict[str, Any]]:
-    """The steps of the run's events, in the order they ran."""
-    rows = (
-        events.where("kind = 'step'")
-        .select("stream", "round", "outcome", "class", "code", "message", "n", "t_exec", "t_commit")
-        .collect()
-    )
-    controlled = bool(rows) and all(r["n"] is not None for r in rows)
-    rows.sort(
-        key=(lambda r: (r["n"], 0.0, r["stream"]))
-        if controlled
-        else (lambda r: (0, r["t_exec"], r["stream"]))
-    )
-    out = []
-    for i, r in enumerate(rows):
-        detail = json.loads(r["message"] or "{}")
-        result: Any = "ok"
-        if r["class"] is not None:
-            result = {"class": r["class"], "code": r["code"], "message": detail.get("error")}
-        out.append(
-            {
-                "step": i,
-                "stream": r["stream"],
-                "round": r["round"],
-                "kind": r["outcome"],
-                "lsns": detail.get("lsns") or [],
-                "anchor": detail.get("anchor"),
-                "result": result,
-                "t0": r["t_exec"],
-                "t1": r["t_commit"],
-            }
+
+class ScheduleFile(Sequence[Mapping[str, Any]]):
+    """A schedule written to ``path`` (JSON Lines, one step a line), read back lazily; the
+    folder it lives in is removed with the object (or at exit) when ``owned``. A copy (pickled,
+    deep-copied) reads the same file and owns nothing."""
+
+    def __init__(self, path: Path, steps: int, owned: bool = True) -> None:
+        self.path = path
+        self.steps = steps
+        if owned:
+            weakref.finalize(self, shutil.rmtree, path.parent, True)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ScheduleFile, (self.path, self.steps, False))
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        with self.path.open(encoding="utf-8") as f:
+            for line in f:
+                yield json.loads(line)
+
+    @overload
+    def __getitem__(self, i: int) -> Mapping[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Mapping[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> Mapping[str, Any] | Sequence[Mapping[str, Any]]:
+        if isinstance(i, slice):
+            return list(self)[i]
+        j = i + self.steps if i < 0 else i
+        if not 0 <= j < self.steps:
+            raise IndexError(i)
+        return next(islice(iter(self), j, None))
+
+    def __repr__(self) -> str:
+        return f"ScheduleFile({str(self.path)!r}, {self.steps} steps)"
+
+
+def _step(i: int, r: Any) -> dict[str, Any]:
+    detail = json.loads(r["message"] or "{}")
+    result: Any = "ok"
+    if r["class"] is not None:
+        result = {"class": r["class"], "code": r["code"], "message": detail.get("error")}
+    return {
+        "step": i,
+        "stream": r["stream"],
+        "round": r["round"],
+        "kind": r["outcome"],
+        "lsns": detail.get("lsns") or [],
+        "anchor": detail.get("anchor"),
+        "result": result,
+        "t0": r["t_exec"],
+        "t1": r["t_commit"],
+    }
+
+
+def schedule_rows(events: DataFrame, keep_chars: int = KEEP_CHARS) -> Sequence[Mapping[str, Any]]:
+    """The steps of the run's events, in the order they ran (a controlled schedule's own
+    order; else by start time, then stream). A schedule longer than ``keep_chars`` is a
+    :class:`ScheduleFile`: the driver holds one sorted partition of it at a time."""
+    steps = events.where("kind = 'step'").select(*_STEP_COLUMNS)
+    size = steps.agg(
+        F.count("*").alias("steps"),
+        F.count("n").alias("numbered"),
+        F.coalesce(F.sum(F.length("message")), F.lit(0)).alias("chars"),
+    ).collect()[0]
+    n_steps = int(size["steps"])
+    controlled = n_steps > 0 and int(size["numbered"]) == n_steps
+    if int(size["chars"]) <= keep_chars:
+        rows = steps.collect()
+        rows.sort(
+            key=(lambda r: (r["n"], 0.0, r["stream"]))
+            if controlled
+            else (lambda r: (0, r["t_exec"], r["stream"]))
         )
-    return out
+        return [_step(i, r) for i, r in enumerate(rows)]
+    ordered = steps.orderBy(*(("n", "stream") if controlled else ("t_exec", "stream", "round")))
+    folder = leftovers.owned_dir("applier-work-")
+    path = folder / "schedule.jsonl"
+    try:
+        write_schedule((_step(i, r) for i, r in enumerate(ordered.toLocalIterator())), path)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return ScheduleFile(path, n_steps)
 
 
 def conflict_rows(events: DataFrame) -> list[tuple[int | None, int | None, str]]:
@@ -69,9 +135,13 @@ def conflict_rows(events: DataFrame) -> list[tuple[int | None, int | None, str]]
     )
 
 
-def write_schedule(steps: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
+def write_schedule(steps: Iterable[Mapping[str, Any]], path: str | Path) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(steps, ScheduleFile):
+        if steps.path.resolve() != p.resolve():
+            shutil.copyfile(steps.path, p)
+        return p
     with p.open("w", encoding="utf-8") as f:
         for st in steps:
             f.write(json.dumps(st, default=str) + "\n")

@@ -1,0 +1,65 @@
+"""A long schedule is sorted by Spark and streamed to a file, never collected: the same steps,
+in the same order, as the schedule kept in memory."""
+
+from __future__ import annotations
+
+import gc
+import json
+import pickle
+
+import pytest
+
+from applier.apply.events import EVENT_SCHEMA
+from applier.pipeline.schedule import ScheduleFile, read_schedule, schedule_rows, write_schedule
+
+pytestmark = pytest.mark.integration
+
+
+COLUMNS = [f.split()[0] for f in EVENT_SCHEMA.split(", ")]
+
+
+def _step(stream, round_, kind, lsns, t0, n=None, error=None):
+    """A ``step`` event as applier.apply.events writes it."""
+    detail = {"lsns": lsns, "anchor": lsns[-1] if lsns else None, **({"error": error} if error else {})}
+    row = {
+        "kind": "step",
+        "stream": stream,
+        "round": round_,
+        "outcome": kind,
+        "class": "conflict" if error else None,
+        "code": "23505" if error else None,
+        "message": json.dumps(detail),
+        "n": n,
+        "t_exec": t0,
+        "t_commit": t0 + 0.01,
+    }
+    return tuple(row.get(c) for c in COLUMNS)
+
+
+@pytest.mark.parametrize("controlled", [False, True])
+def test_a_long_schedule_is_a_file_with_the_same_steps(spark, tmp_path, controlled):
+    steps = []
+    for i in range(40):
+        stream, t0 = i % 3, 100.0 + (i * 7919 % 40) / 10
+        lsns = list(range(i * 10, i * 10 + 1 + i % 4))
+        steps.append(_step(stream, i // 6, "exec", lsns, t0, n=(i * 13 % 40) if controlled else None))
+    steps.append(_step(1, 7, "commit", [], 200.0, n=40 if controlled else None, error="duplicate key"))
+    ev = spark.createDataFrame(steps, EVENT_SCHEMA).repartition(3)
+    kept = schedule_rows(ev)
+    assert isinstance(kept, list) and len(kept) == 41
+    spilled = schedule_rows(ev, keep_chars=0)
+    assert isinstance(spilled, ScheduleFile) and len(spilled) == 41
+    assert list(spilled) == kept
+    assert spilled[3] == kept[3] and spilled[-1] == kept[-1] and spilled[2:5] == kept[2:5]
+    assert kept[-1]["result"] == {"class": "conflict", "code": "23505", "message": "duplicate key"}
+    out = write_schedule(spilled, tmp_path / "schedule.jsonl")
+    assert read_schedule(out) == kept
+    copy = pickle.loads(pickle.dumps(spilled))
+    assert list(copy) == kept
+    del copy
+    gc.collect()
+    assert spilled.path.exists()  # a copy owns nothing
+    folder = spilled.path.parent
+    del spilled
+    gc.collect()
+    assert not folder.exists()  # the file goes with its schedule
