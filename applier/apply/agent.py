@@ -39,6 +39,7 @@ from applier.apply.sender import (
     send_with_policy,
     slim,
 )
+from applier.apply.share import Share, Shares
 from applier.apply.streams import Task, run_streams
 from applier.errors import TargetError
 from applier.plan.calls import Call, Planner
@@ -46,47 +47,6 @@ from applier.sparkenv import executor_id
 from applier.targets.progress import ProgressTable
 
 log = logging.getLogger("applier.apply")
-
-
-class _Peek:
-    def __init__(self, it: Iterator[Row]) -> None:
-        self.it = it
-        self.head: Row | None = next(it, None)
-
-    def take_round(self, r: int) -> list[Row]:
-        out = []
-        while self.head is not None and self.head["round"] == r:
-            out.append(self.head)
-            self.head = next(self.it, None)
-        if self.head is not None and self.head["round"] < r:
-            raise RuntimeError(f"stream rows out of round order at lsn {self.head['lsn']}")
-        return out
-
-
-def _column(col: pa.Array) -> list[Any]:
-    """A column as Python values; list columns through their flat values and offsets
-    (pyarrow's per-row list conversion costs ~3 µs a row, a third of a stream's Python)."""
-    if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
-        offsets = col.offsets.to_pylist()  # of a sliced array: positions in the whole values
-        base = offsets[0]
-        flat = col.values.slice(base, offsets[-1] - base).to_pylist()
-        out: list[Any] = [flat[offsets[i] - base : offsets[i + 1] - base] for i in range(len(col))]
-        if col.null_count:
-            for i, valid in enumerate(col.is_valid().to_pylist()):
-                if not valid:
-                    out[i] = None
-        return out
-    values: list[Any] = col.to_pylist()
-    return values
-
-
-def _rows(batches: Iterator[pa.RecordBatch]) -> Iterator[Row]:
-    """Rows as dicts, converted column by column (RecordBatch.to_pylist is ~4x slower)."""
-    for b in batches:
-        names = b.schema.names
-        columns = [_column(b.column(i)) for i in range(b.num_columns)]
-        for values in zip(*columns, strict=True):
-            yield dict(zip(names, values, strict=True))
 
 
 def _done_round(conn: Any, progress: ProgressTable, job: StreamJob, stream: int) -> int:
@@ -133,7 +93,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
         progress = ProgressTable(dialect)
         done_round = _done_round(sender.conn, progress, job, s)
         upsert = progress.upsert_sql
-        peek = _Peek(_rows(batches))
+        incoming = Shares(batches)
         rdv = meet(rendezvous, s)
         sender.attach(rdv if isinstance(rdv, GateClient) else None)
         wait_s = 0.0
@@ -143,11 +103,10 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
             return job.error_policy.skips(f.cls, f.code)
 
         def progress_call(stream: int, rows: Sequence[Row], rnd: int) -> Call:
-            return Call(
-                upsert, progress.upsert_params(job.subscription, stream, max(r["lsn"] for r in rows), rnd)
-            )
+            top = rows.max_lsn() if isinstance(rows, Share) else max(r["lsn"] for r in rows)
+            return Call(upsert, progress.upsert_params(job.subscription, stream, top, rnd))
 
-        def commit(r: int, share: list[Row], calls: list[tuple[Row, Call]]) -> None:
+        def commit(r: int, share: Sequence[Row], calls: Sequence[tuple[Row, Call]]) -> None:
             """Commit this stream's share of a round every stream applied. A connection lost at
             the commit may or may not have committed: the progress row says. A share the
             server rolled back is applied again alone on a new connection (the other streams'
@@ -171,16 +130,18 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
             except LostCommit as e:
                 raise TargetError(str(e)) from None
 
-        def take(r: int) -> tuple[list[Row], list[tuple[Row, Call]] | None]:
+        def take(r: int) -> tuple[Sequence[Row], Sequence[tuple[Row, Call]] | None]:
             """Round r's share and, unless an earlier run committed it, its calls."""
-            share = peek.take_round(r)
-            for row in share:
-                if row["stream"] != s:
+            share = incoming.take_round(r)
+            if len(share):
+                streams = share.values("stream")
+                if streams.count(s) != len(streams):
+                    row = share[next(i for i, x in enumerate(streams) if x != s)]
                     raise RuntimeError(f"row lsn {row['lsn']} of stream {row['stream']} reached task {s}")
-            return share, (sender.calls(share) if r > done_round else None)
+            return share, (sender.share_calls(share) if r > done_round else None)
 
         fatal = False
-        ahead: tuple[list[Row], list[tuple[Row, Call]] | None] | None = None
+        ahead: tuple[Sequence[Row], Sequence[tuple[Row, Call]] | None] | None = None
         for r in range(job.rounds):
             share, planned_calls = ahead if ahead is not None else take(r)
             ahead = None

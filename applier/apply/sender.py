@@ -16,13 +16,15 @@ import contextlib
 import dataclasses
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
 from applier.apply.bulk import BulkCall, bulk_calls
 from applier.apply.gate import GateClient
 from applier.apply.locate import culprit, same_kind
+from applier.apply.share import Share
 from applier.dialects.base import Dialect
 from applier.plan.calls import Call, Planner
 from applier.records.schema import SHARE_FIELDS
@@ -92,6 +94,62 @@ def commands(chunk: Chunk, at_most: int | None = None) -> list[Row]:
 
 class _Lost(Exception):
     """The connection was lost while the culprit was looked for."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """Consecutive rows of a share planned at once: ``count`` calls of one text, ``width``
+    values each, their values one after the other in ``params``."""
+
+    sql: str
+    width: int
+    start: int  # the first row's place in the share
+    count: int
+    params: list[Any]
+
+    def call(self, k: int) -> Call:
+        w = self.width
+        return Call(self.sql, tuple(self.params[k * w : (k + 1) * w]))
+
+
+class PlannedShare(Sequence[tuple[Row, Call]]):
+    """A share's calls (:meth:`Sender.calls`), as runs planned column by column where the plan
+    allows and as (row, call) pairs elsewhere; a sequence of (row, call) pairs like any calls
+    (built on first use: after an error, on a skip) that :meth:`Sender.send` sends by runs."""
+
+    def __init__(self, share: Share, parts: list[Run | list[tuple[Row, Call]]]) -> None:
+        self.share = share
+        self.parts = parts
+        self._pairs: list[tuple[Row, Call]] | None = None
+
+    def pairs(
+        self, part: Run | list[tuple[Row, Call]], a: int = 0, b: int | None = None
+    ) -> list[tuple[Row, Call]]:
+        """The (row, call) pairs of calls a..b-1 of one part."""
+        if not isinstance(part, Run):
+            return part[a:b]
+        b = part.count if b is None else b
+        rows = self.share.rows
+        return [(rows[part.start + k], part.call(k)) for k in range(a, b)]
+
+    @property
+    def all_pairs(self) -> list[tuple[Row, Call]]:
+        if self._pairs is None:
+            self._pairs = [x for part in self.parts for x in self.pairs(part)]
+        return self._pairs
+
+    def __len__(self) -> int:
+        return sum(p.count if isinstance(p, Run) else len(p) for p in self.parts)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.all_pairs[i]
+
+    def __iter__(self) -> Iterator[tuple[Row, Call]]:
+        return iter(self.all_pairs)
+
+
+# A piece of a chunk being cut from a planned share: calls a..b-1 of a run, or one call.
+_Piece = tuple[Run, int, int] | tuple[Row | None, Call]
 
 
 class Sender:
@@ -204,6 +262,38 @@ class Sender:
                 out.append((r, call))
         return out
 
+    def share_calls(self, share: Share) -> Sequence[tuple[Row, Call]]:
+        """:meth:`calls` of a round's share (:class:`PlannedShare` unless set-based)."""
+        return self.calls(share) if self.set_apply else self._planned(share)
+
+    def _planned(self, share: Share) -> PlannedShare:
+        """The calls of a share: each run of rows of one article and operation planned column by
+        column from the value columns where its plan can (:class:`~applier.plan.calls.FastParameters`),
+        row by row otherwise."""
+        parts: list[Run | list[tuple[Row, Call]]] = []
+        n = len(share)
+        if not n:
+            return PlannedShare(share, parts)
+        start = 0
+        compiled = self.planner.compiled
+        for (a, o), run in groupby(zip(share.values("article"), share.values("op"), strict=True)):
+            stop = start + len(list(run))
+            plan = compiled(a, o)
+            fast = plan.fast
+            flat = fast.flat(share, start, stop) if fast is not None and fast.usable(share) else None
+            if flat is not None:
+                assert plan.sql is not None
+                parts.append(Run(plan.sql, fast.width if fast else 0, start, stop - start, flat))
+            else:
+                pairs = []
+                for row in share.rows[start:stop]:
+                    call = plan.call(row)
+                    if call is not None:
+                        pairs.append((row, call))
+                parts.append(pairs)
+            start = stop
+        return PlannedShare(share, parts)
+
     def per_row(self, calls: Sequence[tuple[Row, Call]]) -> list[tuple[Row, Call]]:
         """``calls`` with every set-based call replaced by the row calls of its rows."""
         out: list[tuple[Row, Call]] = []
@@ -223,6 +313,8 @@ class Sender:
         """Execute the calls (then the tail statements) in chunks; the first failure or None.
         The failure names the command that raised it (:meth:`_blamed`) unless ``locate``
         (default: every failure) says it need not: the caller rolls back after a failure."""
+        if isinstance(calls, PlannedShare) and self.gate is None:
+            return self._send_planned(calls, tail, locate)
         # A controlled stage takes turns call by call: one call per chunk.
         limit = self.dialect.MAX_PARAMS_PER_BATCH
         one = self.gate is not None
@@ -246,6 +338,99 @@ class Sender:
                 return self._blamed(fail, chunk, sent, locate) if fail else None
         return None
 
+    def _send_planned(
+        self, planned: PlannedShare, tail: Sequence[Call], locate: Callable[[Failure], bool] | None
+    ) -> Failure | None:
+        """:meth:`send` of a planned share: the same chunks, cut run by run (a run's calls all
+        have its width) instead of call by call; (row, call) pairs are built only for a chunk
+        that failed and the chunks sent before it (to find the culprit)."""
+        limit = self.dialect.MAX_PARAMS_PER_BATCH
+        chunk: list[_Piece] = []
+        sent: list[list[_Piece]] = []
+        nparams = 0
+
+        def flush() -> Failure | None:
+            self._guarded = len(sent) < GUARDED_CHUNKS
+            fail = self._execute_pieces(planned, chunk)
+            if fail:
+                return self._blamed(
+                    fail, self._pairs(planned, chunk), [self._pairs(planned, c) for c in sent], locate
+                )
+            sent.append(chunk)
+            return None
+
+        singles: list[tuple[Row | None, Call]] = [(None, t) for t in tail]
+        for part in [*planned.parts, singles]:
+            if isinstance(part, Run):
+                w, i = part.width, 0
+                while i < part.count:
+                    if chunk and nparams + w > limit:
+                        fail = flush()
+                        if fail:
+                            return fail
+                        chunk, nparams = [], 0
+                    room = part.count - i if w == 0 else (limit - nparams) // w
+                    take = min(max(room, 1), part.count - i)
+                    chunk.append((part, i, i + take))
+                    nparams += take * w
+                    i += take
+                continue
+            for row, call in part:
+                if chunk and nparams + len(call.params) > limit:
+                    fail = flush()
+                    if fail:
+                        return fail
+                    chunk, nparams = [], 0
+                chunk.append((row, call))
+                nparams += len(call.params)
+        if chunk:
+            return flush()
+        return None
+
+    @staticmethod
+    def _pairs(planned: PlannedShare, pieces: Sequence[_Piece]) -> list[tuple[Row | None, Call]]:
+        out: list[tuple[Row | None, Call]] = []
+        for piece in pieces:
+            if isinstance(piece[0], Run):
+                run, a, b = piece
+                out.extend(planned.pairs(run, a, b))
+            else:
+                out.append(piece)
+        return out
+
+    def _execute_pieces(self, planned: PlannedShare, pieces: Sequence[_Piece]) -> Failure | None:
+        """:meth:`_execute` of a chunk cut from a planned share."""
+        lsns: list[int] = []
+        texts: list[str] = []
+        params: list[Any] = []
+        n_commands = 0
+        first: Row | None = None
+        all_lsns = planned.share.values("lsn")
+        for piece in pieces:
+            if isinstance(piece[0], Run):
+                run, a, b = piece
+                lsns.extend(all_lsns[run.start + a : run.start + b])
+                texts.extend([run.sql] * (b - a))
+                params.extend(run.params[a * run.width : b * run.width])
+                if first is None and b > a:
+                    first = planned.share.row(run.start + a)
+                n_commands += b - a
+            else:
+                r, call = piece
+                if isinstance(call, BulkCall):
+                    lsns.extend(int(x["lsn"]) for x in call.rows)
+                    n_commands += len(call.rows)
+                    if first is None and call.rows:
+                        first = call.rows[0]
+                elif r is not None:
+                    lsns.append(int(r["lsn"]))
+                    n_commands += 1
+                    if first is None:
+                        first = r
+                texts.append(call.sql)
+                params.extend(call.params)
+        return self._step_exec(lsns, lambda: self._send_text(texts, params, n_commands, first))
+
     def _execute(self, chunk: Sequence[tuple[Row | None, Call]]) -> Failure | None:
         """Send one chunk as one step of the schedule (in a controlled stage: at its turn)."""
         lsns = [
@@ -254,10 +439,13 @@ class Sender:
             for x in (call.rows if isinstance(call, BulkCall) else (r,))
             if x is not None
         ]
+        return self._step_exec(lsns, lambda: self._execute_chunk(chunk))
+
+    def _step_exec(self, lsns: list[int], run: Callable[[], Failure | None]) -> Failure | None:
         seq, t0 = self._turn("exec", lsns)
         failure: Failure | None = None
         try:
-            failure = self._execute_chunk(chunk)
+            failure = run()
         finally:
             result: Any = (
                 "ok"
@@ -279,11 +467,24 @@ class Sender:
         return failure
 
     def _execute_chunk(self, chunk: Sequence[tuple[Row | None, Call]]) -> Failure | None:
+        rows = commands(chunk, at_most=2)
+        return self._send_text(
+            [c.sql for _, c in chunk],
+            [p for _, c in chunk for p in c.params],
+            len(rows),
+            rows[0] if rows else None,
+        )
+
+    def _send_text(
+        self, texts: Sequence[str], params: list[Any], n_commands: int, first: Row | None
+    ) -> Failure | None:
+        """One round trip: the statements (in the chunk's savepoint when it holds several
+        commands, :meth:`_guard`) with their values; ``n_commands``: how many commands they
+        apply (2 for two or more), ``first`` the first of them."""
         import pyodbc
 
-        head, foot = self._guard(chunk)
-        sql = ";\n".join([*head, *(c.sql for _, c in chunk), *foot])
-        params = [p for _, c in chunk for p in c.params]
+        head, foot = self._guard(n_commands)
+        sql = ";\n".join([*head, *texts, *foot])
         t0 = time.perf_counter()
         self.round_trips += 1
         try:
@@ -293,9 +494,8 @@ class Sender:
                 pass
         except pyodbc.Error as e:
             c = self.dialect.classify(e).keyed(self.primary_keys)
-            rows = commands(chunk, at_most=2)
             # One command: it raised (a lost connection is nobody's); more: see _blamed.
-            culprit = rows[0] if len(rows) == 1 and not c.connection_lost else None
+            culprit = first if n_commands == 1 and not c.connection_lost else None
             return Failure(
                 c.cls.value,
                 c.code,
@@ -318,12 +518,12 @@ class Sender:
         index is a unique index's (:meth:`Classified.keyed`)."""
         return frozenset(self.dialect.primary_key_name(a) for a in self.planner.articles.values())
 
-    def _guard(self, chunk: Chunk) -> tuple[list[str], list[str]]:
+    def _guard(self, n_commands: int) -> tuple[list[str], list[str]]:
         """Statements before and after a chunk's own: a savepoint to roll back to after an error
         when the chunk holds more than one command, the dialect can go on after one and the
         send has not spent its GUARDED_CHUNKS."""
         d = self.dialect
-        if not d.SAVEPOINT_SURVIVES_ERROR or not self._guarded or len(commands(chunk, at_most=2)) < 2:
+        if not d.SAVEPOINT_SURVIVES_ERROR or not self._guarded or n_commands < 2:
             return [], []
         release = d.release_savepoint_sql(CHUNK_SAVEPOINT)
         return [d.savepoint_sql(CHUNK_SAVEPOINT)], [release] if release else []

@@ -10,8 +10,10 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from applier.articles import Article, Syntax
+from applier.plan.columns import column_types, value_class, value_columns
 from applier.records.schema import SHARE_FIELDS
 
 
@@ -31,12 +33,50 @@ def route_values(spark: SparkSession, n: int) -> dict[int, int]:
     return route
 
 
-def lay_out(partitioned: DataFrame, n: int, articles: Sequence[Article] = ()) -> DataFrame:
+_SPARK_TYPES = {
+    "bigint": T.LongType(),
+    "boolean": T.BooleanType(),
+    "double": T.DoubleType(),
+    "string": T.StringType(),
+}
+
+
+def with_values(df: DataFrame, articles: Sequence[Article]) -> DataFrame:
+    """``df`` with the value columns of :mod:`applier.plan.columns`: each article's after-image
+    values and ``key_before`` values, read from the JSON texts (one ``from_json`` per image),
+    typed by their canonical class; NULL in the columns an article does not use."""
+    types = column_types(articles)
+    if not types:
+        return df
+    art = F.col("article")
+    imgs, keys, picks = [], [], {name: F.lit(None).cast(_SPARK_TYPES[t]) for name, t in types.items()}
+    for j, a in enumerate(articles):
+        schema = T.StructType([T.StructField(c.name, _SPARK_TYPES[value_class(c)[1]]) for c in a.replicated])
+        imgs.append(F.when(art == a.name, F.from_json(F.col("after"), schema)).alias(f"_img{j}"))
+        vc = value_columns(a)
+        for name, c in zip(vc.after, a.replicated, strict=True):
+            picks[name] = F.when(art == a.name, F.col(f"_img{j}").getField(c.name)).otherwise(picks[name])
+        for i, (name, c) in enumerate(zip(vc.key, a.key_columns, strict=True)):
+            # get: NULL past the array's end (its [] subscript raises under ANSI, Spark 4's default)
+            v = F.get(F.col("_keys"), i)
+            if value_class(c)[0] != "s":
+                v = v.cast(_SPARK_TYPES[types[name]])
+            picks[name] = F.when(art == a.name, v).otherwise(picks[name])
+    keys.append(F.from_json(F.col("key_before"), T.ArrayType(T.StringType())).alias("_keys"))
+    # Two projections: each image is parsed once, however many columns read it.
+    staged = df.select("*", *imgs, *keys)
+    return staged.select(*[F.col(f"`{c}`") for c in df.columns], *[picks[n].alias(n) for n in types])
+
+
+def lay_out(
+    partitioned: DataFrame, n: int, articles: Sequence[Article] = (), values: bool = False
+) -> DataFrame:
     """``partitioned`` (with ``stream`` and ``round``) laid out for the stream tasks: partition
     i holds stream i's rows in lsn order, only the columns a share needs (plus ``deps`` for
     writeset). With ``articles``, the before image of updates whose procedure takes the key
     only (CALL, SCALL, MCALL) is left behind: nothing in the stream task reads it, and it is
-    half of what travels from the JVM to the tasks."""
+    half of what travels from the JVM to the tasks. With ``values`` (procedure calls of the
+    agent model) the rows also carry their values as typed columns (:func:`with_values`)."""
     keyed = [a.name for a in articles if a.delivery("U").syntax in (Syntax.CALL, Syntax.SCALL, Syntax.MCALL)]
     if keyed:
         drop = (F.col("op") == "U") & F.col("article").isin(keyed) & F.col("key_before").isNotNull()
@@ -44,10 +84,12 @@ def lay_out(partitioned: DataFrame, n: int, articles: Sequence[Article] = ()) ->
     route = route_values(partitioned.sparkSession, n)
     mapping = F.create_map(*[x for s, v in sorted(route.items()) for x in (F.lit(s), F.lit(v).cast("long"))])
     cols = list(SHARE_FIELDS) + (["deps"] if "deps" in partitioned.columns else [])
-    return (
+    laid_out = (
         partitioned.select(*cols)
         .withColumn("_route", mapping[F.col("stream")])
         .repartition(n, "_route")
         .sortWithinPartitions("lsn")
         .drop("_route")
     )
+    # After the shuffle: the value columns are read where the rows are, not moved.
+    return with_values(laid_out, articles) if values and articles else laid_out

@@ -201,7 +201,9 @@ def _segment(
         finally:
             conn.close()
     n = st.job.streams
-    laid_out = lay_out(partition(indexed, st.strategy, n, articles), n, articles)
+    # The agent's procedure calls are planned from typed value columns (plan.columns).
+    values = st.model == "agent" and not st.job.set_apply
+    laid_out = lay_out(partition(indexed, st.strategy, n, articles), n, articles, values)
     planned = laid_out.persist(cache_level(st.size_hint))
     if known is not None:
         commands, transactions = planned.count(), known[1]

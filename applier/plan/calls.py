@@ -25,10 +25,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import chain
+from typing import Any, Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from applier.articles import Article, Syntax
 from applier.dialects.base import Dialect, bit_of, bitmap_width
+from applier.plan.columns import value_columns
 from applier.values import dumps_image, param_converter
 
 Row = Mapping[str, Any]
@@ -134,6 +139,93 @@ class Parameters:
 PROCEDURE_SYNTAXES = (Syntax.CALL, Syntax.SCALL, Syntax.MCALL, Syntax.XCALL)
 
 
+class Values(Protocol):
+    """Rows as Arrow columns (a stream task's share, :class:`applier.apply.share.Share`)."""
+
+    def has(self, name: str) -> bool: ...
+
+    def arrow(self, name: str, start: int, stop: int) -> pa.Array:
+        """Column ``name`` of rows start..stop-1."""
+        ...
+
+
+def _pylist(f: Callable[[Any], Any] | None, values: pa.Array) -> list[Any]:
+    """Values as the per-row planner binds them: converted by the column's converter."""
+    out: list[Any] = values.to_pylist()
+    return out if f is None else [None if v is None else f(v) for v in out]
+
+
+def _flat(columns: Sequence[Sequence[Any]]) -> list[Any]:
+    """Row-major: the first row's values, then the second's, ..."""
+    return list(chain.from_iterable(zip(*columns, strict=True)))
+
+
+class FastParameters:
+    """:meth:`Parameters.of` for a run of rows at once, from the value columns
+    (:mod:`applier.plan.columns`): CALL, SCALL and MCALL. The same values, converted by the
+    same converters, in the same order, the same bitmap objects."""
+
+    def __init__(self, p: Parameters) -> None:
+        self.p = p
+        vc = value_columns(p.article)
+        self.after = [(name, f) for name, (_, f, _) in zip(vc.after, p.cols, strict=True)]
+        self.key = [(name, f) for name, (_, f) in zip(vc.key, p.keys, strict=True)]
+        op = p.op
+        # what the rows must carry for their values to be these: the texts the per-row
+        # planner reads (a missing one raises there, so those rows go that way)
+        self.needs = (["after"] if op in ("I", "U") else []) + (["key_before"] if op in ("U", "D") else [])
+        self.width = (
+            len(self.after) * (op != "D")
+            + len(self.key) * (op != "I")
+            + (op == "U" and p.syntax in (Syntax.SCALL, Syntax.MCALL))
+        )
+        self.masks: dict[str, tuple[tuple[bool, ...], bytes]] = {}
+
+    def usable(self, rows: Values) -> bool:
+        return all(rows.has(name) for name, _ in self.after + self.key)
+
+    def _mask(self, key: str) -> tuple[tuple[bool, ...], bytes]:
+        """Which columns a changed set (its names joined by NUL) sets, and its bitmap."""
+        m = self.masks.get(key)
+        if m is None:
+            changed = tuple(key.split("\x00")) if key else ()
+            chosen = [False] * len(self.p.cols)
+            for n in changed:
+                chosen[self.p.index[n]] = True
+            m = self.masks[key] = (tuple(chosen), self.p._bitmap(changed))
+        return m
+
+    def flat(self, rows: Values, start: int, stop: int) -> list[Any] | None:
+        """The parameters of rows start..stop-1, one call after the other (None: some row lacks
+        a text the per-row planner reads: plan those rows one by one)."""
+        if any(rows.arrow(n, start, stop).null_count for n in self.needs):
+            return None
+        p, op = self.p, self.p.op
+        key = [] if op == "I" else [_pylist(f, rows.arrow(name, start, stop)) for name, f in self.key]
+        if op == "D":
+            return _flat(key)
+        if op == "I" or p.syntax == Syntax.CALL:
+            return _flat([_pylist(f, rows.arrow(name, start, stop)) for name, f in self.after] + key)
+        # SCALL, MCALL: per row its changed set (NULL: none, as an empty one), as an index into
+        # the distinct sets of the run
+        changed = pc.fill_null(pc.binary_join(rows.arrow("changed", start, stop), "\x00"), "")
+        encoded = pc.dictionary_encode(changed)
+        sets = [self._mask(k) for k in encoded.dictionary.to_pylist()]
+        which = encoded.indices
+        bitmaps = list(map([m[1] for m in sets].__getitem__, which.to_pylist()))
+        if p.syntax == Syntax.MCALL:
+            return _flat(
+                [_pylist(f, rows.arrow(name, start, stop)) for name, f in self.after] + key + [bitmaps]
+            )
+        # SCALL: the changed values only, the others NULL
+        after = []
+        for i, (name, f) in enumerate(self.after):
+            chosen = pc.take(pa.array([m[0][i] for m in sets], pa.bool_()), which)
+            values = rows.arrow(name, start, stop)
+            after.append(_pylist(f, pc.if_else(chosen, values, pa.scalar(None, values.type))))
+        return _flat([*after, *key, bitmaps])
+
+
 class CompiledPlan:
     """Every decision for one article and operation, taken once: the call text, the parameter
     order and converters, the bitmaps, the statement texts of SQL delivery, and what set-based
@@ -152,6 +244,8 @@ class CompiledPlan:
         self.mask_key = json.dumps(self.mask_name)
         self.names = [c.name for c in article.replicated]
         self.masks: dict[tuple[str, ...] | None, str] = {}
+        fast = self.sql is not None and self.syntax in (Syntax.CALL, Syntax.SCALL, Syntax.MCALL)
+        self.fast = FastParameters(self.parameters) if fast and op in ("I", "U", "D") else None
 
     def call(self, row: Row) -> Call | None:
         """The call of one canonical row; None when the operation is not replicated (NONE)."""

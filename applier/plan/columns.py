@@ -1,0 +1,72 @@
+"""Image values as typed columns: what a stream task plans its calls from without parsing JSON.
+
+``partition.layout`` gives every laid-out row (procedure calls, the agent model) one column per
+value its call binds: the after image's values and the before key's (``key_before``), read
+from their JSON texts once by Spark, in the plan phase, before the stream is cached. A stream
+task then turns a round's share into calls column by column (:meth:`.calls.CompiledPlan.fast`)
+instead of parsing two JSON texts and building a dict per command (most of its Python time).
+
+A value column's type is its value's class in the canonical encoding (:mod:`applier.values`):
+integers as bigint, booleans as boolean, floats as double, and everything else (decimals,
+text, base64 binary, ISO 8601 dates and times, uuids) as the canonical JSON string, which the
+planner converts with the converter an image's value gets (:func:`applier.values.param_converter`):
+the values bound are the ones the JSON images give. Articles share the columns: the k-th
+after-image value of class c of any article is column ``_vck`` (``_kck`` for the key), so the
+layout is as wide as the widest article, not as all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from applier.articles import Article, Column
+
+# canonical kind -> the Spark type its values are read as (any other kind: its JSON string)
+_CLASSES = {"int": ("i", "bigint"), "bool": ("b", "boolean"), "float": ("f", "double")}
+_STRING = ("s", "string")
+VALUE_PREFIX = "_v"
+KEY_PREFIX = "_k"
+
+
+def value_class(col: Column) -> tuple[str, str]:
+    """(class letter, Spark type) of a column's values."""
+    return _CLASSES.get(col.type.kind, _STRING)
+
+
+def _names(prefix: str, cols: Sequence[Column]) -> tuple[str, ...]:
+    seen: dict[str, int] = {}
+    out = []
+    for c in cols:
+        letter = value_class(c)[0]
+        k = seen.get(letter, 0)
+        seen[letter] = k + 1
+        out.append(f"{prefix}{letter}{k}")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class ValueColumns:
+    """Where one article's values are: per replicated column (article order) the column of its
+    after-image value; per key column (key order) the column of its ``key_before`` value."""
+
+    after: tuple[str, ...]
+    key: tuple[str, ...]
+
+
+def value_columns(article: Article) -> ValueColumns:
+    return ValueColumns(_names(VALUE_PREFIX, article.replicated), _names(KEY_PREFIX, article.key_columns))
+
+
+def column_types(articles: Sequence[Article]) -> dict[str, str]:
+    """Every value column the articles use, with its Spark type, in a stable order."""
+    out: dict[str, str] = {}
+    for a in articles:
+        vc = value_columns(a)
+        for name, c in [*zip(vc.after, a.replicated, strict=True), *zip(vc.key, a.key_columns, strict=True)]:
+            out.setdefault(name, value_class(c)[1])
+    return dict(sorted(out.items()))
+
+
+def is_value_column(name: str) -> bool:
+    return name.startswith((VALUE_PREFIX, KEY_PREFIX)) and len(name) > 3 and name[3:].isdigit()
