@@ -107,11 +107,14 @@ def goals(runs: Mapping[str, SyncRun], n: int = 4, memory_growth: float | None =
     for prefix, mode in (("", "calls"), ("set_", "set-based")):
         if prefix and on.get("set_apply_vs_ceiling") is None and off.get("set_apply_vs_native") is None:
             continue  # set-based apply not measured
+        # issue 16's thresholds: procedure calls within 10% of the ceiling; set-based apply at
+        # least native logical apply's rate with synchronous_commit on and off
+        ceiling_goal = 0.8 if prefix else 0.9
         out += [
             Goal(
-                f"apply ({mode}) >= 0.8 x ceiling at N={n} (sync on)",
+                f"apply ({mode}) >= {ceiling_goal} x ceiling at N={n} (sync on)",
                 on.get(f"{prefix}apply_vs_ceiling"),
-                0.8,
+                ceiling_goal,
                 True,
             ),
             Goal(
@@ -125,7 +128,7 @@ def goals(runs: Mapping[str, SyncRun], n: int = 4, memory_growth: float | None =
                 off.get(f"{prefix}apply_vs_native"),
                 1.0,
                 True,
-                stretch=True,
+                stretch=not prefix,
             ),
             Goal(
                 f"end to end ({mode}) <= 2 x apply at N={n} (sync on)",

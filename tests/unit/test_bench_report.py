@@ -36,7 +36,8 @@ def test_ratios_compare_rates_and_times():
 
 def test_goals_met_missed_and_by_how_much():
     by_name = {g.name: g for g in goals(_runs(), 4)}
-    assert by_name["apply (calls) >= 0.8 x ceiling at N=4 (sync on)"].met is True  # exactly at the threshold
+    calls = by_name["apply (calls) >= 0.9 x ceiling at N=4 (sync on)"]  # issue 16: within 10%
+    assert calls.met is False and calls.miss == pytest.approx(1 / 9)  # 0.8 of 0.9
     assert by_name["apply (calls) >= 1.0 x native logical apply at N=4 (sync on)"].met is True
     stretch = by_name["apply (calls) >= 1.0 x native logical apply at N=4 (sync off)"]
     assert stretch.stretch and stretch.met is False and stretch.miss == pytest.approx(0.5)  # 250 vs 500/s
@@ -62,7 +63,7 @@ def test_report_json_shape_round_trips():
         "verdict",
     }
     assert p4["ratios"]["apply_vs_ceiling"] == 0.8
-    assert [g["met"] for g in doc["goals"]] == [True, True, False, True]
+    assert [g["met"] for g in doc["goals"]] == [False, True, False, True]
     assert doc["goals"][2]["miss_fraction"] == 0.5
 
 
@@ -122,6 +123,9 @@ def test_set_based_figures_get_their_own_ratios_goals_and_rows():
     by_name = {g.name: g for g in goals(runs, 4)}
     assert by_name["end to end (set-based) <= 2 x apply at N=4 (sync on)"].miss == pytest.approx(1.5)
     assert by_name["apply (set-based) >= 1.0 x native logical apply at N=4 (sync off)"].met is None
+    assert not by_name[
+        "apply (set-based) >= 1.0 x native logical apply at N=4 (sync off)"
+    ].stretch  # issue 16: a goal
     doc = report_json({"commands": 1000}, runs, 4)
     assert doc["runs"]["on"]["per_n"]["4"]["applier_set_apply"]["commands_per_s"] == 1000.0
     lines = table_lines(doc)
