@@ -505,6 +505,13 @@ def spark_session(
             # above that runs interpreted. Spark's documentation advises 8000 on HotSpot; at 1M
             # commands the plan phase went 11-14 s -> 8.4-11.9 s, verify ~10% faster.
             .config("spark.sql.codegen.hugeMethodLimit", "8000")
+            # Every spill of a sort keeps its 1 MiB write buffer on the heap until the sort ends:
+            # a stream partition of 25M rows sorted by lsn (100M commands, N = 4) spilled often
+            # enough to run a 2 GiB heap out (OutOfMemoryError in UnsafeSorterSpillWriter).
+            .config("spark.shuffle.spill.diskWriteBufferSize", "64k")
+            # ... and merging the spills reads each through two 1 MiB heap buffers (read-ahead);
+            # without read-ahead each reader has one direct (off-heap) buffer instead.
+            .config("spark.unsafe.sorter.spill.read.ahead.enabled", "false")
             .config("spark.executorEnv.ODBCSYSINI", os.environ.get("ODBCSYSINI", ""))
         )
         for key, value in (conf or {}).items():  # the user's properties over these
