@@ -95,10 +95,14 @@ def _step(i: int, r: Any) -> dict[str, Any]:
     }
 
 
-def schedule_rows(events: DataFrame, keep_chars: int = KEEP_CHARS) -> Sequence[Mapping[str, Any]]:
+def schedule_rows(
+    events: DataFrame, keep_chars: int = KEEP_CHARS, part_chars: int = KEEP_CHARS
+) -> Sequence[Mapping[str, Any]]:
     """The steps of the run's events, in the order they ran (a controlled schedule's own
     order; else by start time, then stream). A schedule longer than ``keep_chars`` is a
-    :class:`ScheduleFile`: the driver holds one sorted partition of it at a time."""
+    :class:`ScheduleFile`: the driver holds one sorted partition of it at a time, of about
+    ``part_chars`` characters of texts (at 100M commands a partition of Spark's 8 ran the
+    driver's heap out as one task result)."""
     steps = events.where("kind = 'step'").select(*_STEP_COLUMNS)
     size = steps.agg(
         F.count("*").alias("steps"),
@@ -115,7 +119,9 @@ def schedule_rows(events: DataFrame, keep_chars: int = KEEP_CHARS) -> Sequence[M
             else (lambda r: (0, r["t_exec"], r["stream"]))
         )
         return [_step(i, r) for i, r in enumerate(rows)]
-    ordered = steps.orderBy(*(("n", "stream") if controlled else ("t_exec", "stream", "round")))
+    by = ("n", "stream") if controlled else ("t_exec", "stream", "round")
+    parts = max(1, -(-int(size["chars"]) // max(part_chars, 1)))
+    ordered = steps.repartitionByRange(parts, *by).sortWithinPartitions(*by)
     folder = leftovers.owned_dir("applier-work-")
     path = folder / "schedule.jsonl"
     try:
