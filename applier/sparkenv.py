@@ -512,8 +512,7 @@ def spark_session(
             # ... and merging the spills reads each through two 1 MiB heap buffers (read-ahead);
             # without read-ahead each reader has one direct (off-heap) buffer instead.
             .config("spark.unsafe.sorter.spill.read.ahead.enabled", "false")
-            # absolute: an executor runs in its own work folder, where a relative one misses
-            .config("spark.executorEnv.ODBCSYSINI", _absolute(os.environ.get("ODBCSYSINI", "")))
+            .config("spark.executorEnv.ODBCSYSINI", os.environ.get("ODBCSYSINI", ""))
         )
         for key, value in (conf or {}).items():  # the user's properties over these
             builder = builder.config(key, value)
@@ -554,10 +553,6 @@ def record_class_archive(trainer: list[str]) -> str:
 
 
 DISK_ONLY_ABOVE = 2_000_000  # rows
-
-
-def _absolute(path: str) -> str:
-    return os.path.abspath(path) if path else ""
 
 
 def cache_level(rows: int | None) -> StorageLevel:

@@ -104,8 +104,13 @@ def project_odbcsysini() -> str | None:
 
 
 def ensure_odbc_env() -> None:
-    """Point unixODBC at the project's odbcinst.ini (Debian's sets CommLog=1)."""
-    if "ODBCSYSINI" not in os.environ:
+    """Point unixODBC at the project's odbcinst.ini (Debian's sets CommLog=1). A folder the
+    user set is made absolute: Spark's executors run in their own work folders, where a
+    relative one named nothing (every connection: Can't open lib 'PostgreSQL Unicode')."""
+    given = os.environ.get("ODBCSYSINI")
+    if given:
+        os.environ["ODBCSYSINI"] = os.path.abspath(given)
+    elif given is None:
         d = project_odbcsysini()
         if d:
             os.environ["ODBCSYSINI"] = d

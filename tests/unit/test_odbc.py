@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from applier.errors import TargetError
-from applier.targets.connstr import dialect_for, option, parse_connection_string, redact
+from applier.targets.connstr import dialect_for, ensure_odbc_env, option, parse_connection_string, redact
 
 
 @pytest.mark.parametrize(
@@ -47,3 +50,18 @@ def test_unknown_driver():
 def test_garbage_is_rejected():
     with pytest.raises(TargetError):
         parse_connection_string("   ")
+
+
+def test_a_relative_odbc_folder_is_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spark's executors run in their own work folders: a relative ODBCSYSINI would name nothing
+    there ("Can't open lib 'PostgreSQL Unicode'"); an absolute one and an empty one stay."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ODBCSYSINI", ".venv/etc/odbc")
+    ensure_odbc_env()
+    assert os.environ["ODBCSYSINI"] == str(tmp_path / ".venv" / "etc" / "odbc")
+    monkeypatch.setenv("ODBCSYSINI", "/etc/odbc")
+    ensure_odbc_env()
+    assert os.environ["ODBCSYSINI"] == "/etc/odbc"
+    monkeypatch.setenv("ODBCSYSINI", "")
+    ensure_odbc_env()
+    assert os.environ["ODBCSYSINI"] == ""

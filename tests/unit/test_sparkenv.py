@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from applier.sparkenv import CDS_ENV, UNUSED_DAYS, ClassArchive, _absolute, class_archive
+from applier.sparkenv import CDS_ENV, UNUSED_DAYS, ClassArchive, class_archive
 
 
 def test_archive_is_keyed_per_build_in_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,12 +100,3 @@ def test_stale_recordings_of_dead_processes_are_removed(tmp_path: Path) -> None:
         f.write_bytes(b"x")
     a.clear_stale()
     assert not stale.exists() and live.exists() and odd.exists()
-
-
-def test_the_executors_odbc_folder_is_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An executor runs in its own work folder: a relative ODBCSYSINI would name nothing there
-    ("Can't open lib 'PostgreSQL Unicode'"); unset stays unset."""
-    monkeypatch.chdir(tmp_path)
-    assert _absolute(".venv/etc/odbc") == str(tmp_path / ".venv" / "etc" / "odbc")
-    assert _absolute("/etc/odbc") == "/etc/odbc"
-    assert _absolute("") == ""
