@@ -49,10 +49,10 @@ from applier.targets.progress import ProgressTable
 log = logging.getLogger("applier.apply")
 
 
-def _done_round(conn: Any, progress: ProgressTable, job: StreamJob, stream: int) -> int:
-    """The last round this stream committed in an earlier run (-1: none)."""
-    seen = progress.read(conn.cursor(), job.subscription)
-    conn.commit()
+def _done_round(sender: Sender, progress: ProgressTable, job: StreamJob, stream: int) -> int:
+    """The last round this stream committed (-1: none), read on a new connection again when
+    the connection is lost."""
+    seen = sender.read(lambda: progress.read(sender.conn.cursor(), job.subscription))
     return seen[stream][1] if stream in seen else -1
 
 
@@ -91,7 +91,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
             reconnect=lambda: job.endpoint.connect(job.lock_timeout_ms),
         )
         progress = ProgressTable(dialect)
-        done_round = _done_round(sender.conn, progress, job, s)
+        done_round = _done_round(sender, progress, job, s)
         upsert = progress.upsert_sql
         incoming = Shares(batches)
         rdv = meet(rendezvous, s)
@@ -122,7 +122,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
             try:
                 commit_surely(
                     sender,
-                    lambda: not share or _done_round(sender.conn, progress, job, s) >= r,
+                    lambda: not share or _done_round(sender, progress, job, s) >= r,
                     again,
                     job.retry.attempts,
                     f"stream {s}: round {r}",
@@ -323,7 +323,6 @@ def _reapply(
 
         def landed() -> bool:
             seen = progress.read(sender.conn.cursor(), job.subscription)
-            sender.conn.commit()
             return all(st in seen and seen[st][1] >= r for st in by_stream)
 
         try:

@@ -61,15 +61,15 @@ def _transactions(batches: Iterator[pa.RecordBatch]) -> Iterator[list[Row]]:
 class _Progress:
     """Committed lsn per stream, read from the progress table when a dependency is not yet met."""
 
-    def __init__(self, conn: Any, table: ProgressTable, subscription: str) -> None:
-        self.conn, self.table, self.subscription = conn, table, subscription
+    def __init__(self, sender: Sender, table: ProgressTable, subscription: str) -> None:
+        self.sender, self.table, self.subscription = sender, table, subscription
         self.seen: dict[int, int] = {}
 
     def refresh(self) -> None:
-        self.seen = {
-            s: lsn for s, (lsn, _r) in self.table.read(self.conn.cursor(), self.subscription).items()
-        }
-        self.conn.commit()
+        """Read on the sender's connection; on a new one when it is lost (:meth:`Sender.read`)."""
+        sender = self.sender
+        rows = sender.read(lambda: self.table.read(sender.conn.cursor(), self.subscription))
+        self.seen = {s: lsn for s, (lsn, _r) in rows.items()}
 
     def wait(self, deps: Sequence[dict[str, int]], timeout_s: float) -> bool:
         def met() -> bool:
@@ -103,7 +103,7 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
 
         sender = Sender(reconnect(), dialect, Planner(dialect, job.articles), s, job.set_apply, reconnect)
         table = ProgressTable(dialect)
-        progress = _Progress(sender.conn, table, job.subscription)
+        progress = _Progress(sender, table, job.subscription)
         progress.refresh()
         done = progress.seen.get(s, -1)
         rdv = meet(rendezvous, s)
@@ -175,7 +175,6 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
                     sender.rollback()
                 if failure.connection_lost:  # a new connection; the transaction is deferred
                     sender.renew()
-                    progress.conn = sender.conn
                 ev.add(
                     "conflict",
                     lsn=failure.lsn,
@@ -241,7 +240,6 @@ def _commit(sender: Sender, progress: _Progress, stream: int, lsn: int) -> Failu
         if not c.connection_lost:
             raise
     sender.renew()
-    progress.conn = sender.conn
     progress.refresh()
     if progress.seen.get(stream, -1) >= lsn:
         return None
@@ -283,7 +281,6 @@ def _apply_deferred(
 
             def landed(by_stream: dict[int, int] = by_stream) -> bool:
                 seen = table.read(sender.conn.cursor(), job.subscription)
-                sender.conn.commit()
                 return all(st in seen and seen[st][0] >= lsn for st, lsn in by_stream.items())
 
             def again(calls: list[tuple[Row, Call]] = calls, tail: list[Call] = tail) -> Failure | None:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Any
+from typing import Any, TypeVar
 
 from applier.apply.bulk import BulkCall, bulk_calls
 from applier.apply.gate import GateClient
@@ -28,9 +28,10 @@ from applier.apply.share import Share
 from applier.dialects.base import Dialect
 from applier.plan.calls import Call, Planner
 from applier.records.schema import SHARE_FIELDS
-from applier.targets.connection import RetryPolicy
+from applier.targets.connection import RENEW, RetryPolicy
 
 Row = dict[str, Any]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -240,14 +241,41 @@ class Sender:
             self._done(seq, kind, [], result, t0)
 
     def renew(self) -> None:
-        """Replace a lost connection with a new one (the server rolled back its open work)."""
-        if self.reconnect is None:
+        """Replace a lost connection with a new one (the server rolled back its open work). A
+        replacement lost before it is ready is replaced again (tenacity, ``RENEW``)."""
+        reconnect = self.reconnect
+        if reconnect is None:
             raise RuntimeError("the connection was lost and this sender cannot reconnect")
-        with contextlib.suppress(Exception):  # already gone
-            self.conn.close()
-        self.conn = self.reconnect()
-        self.reconnects += 1
-        self._tell_session()
+
+        def once() -> None:
+            with contextlib.suppress(Exception):  # already gone
+                self.conn.close()
+            self.conn = reconnect()
+            self.reconnects += 1
+            self._tell_session()
+
+        RENEW.retrying(self.lost)(once)
+
+    def lost(self, exc: BaseException) -> bool:
+        """Whether ``exc`` says the connection is gone."""
+        return self.dialect.classify(exc).connection_lost
+
+    def read(self, fn: Callable[[], T]) -> T:
+        """``fn()``, a read on :attr:`conn`, then a commit; when the connection is lost on the
+        way, on a new one again (tenacity, ``RENEW``): a stream reads its progress right after
+        a reconnect, the moment a second termination or a failover can hit again."""
+
+        def once() -> T:
+            try:
+                out = fn()
+                self.conn.commit()
+                return out
+            except Exception as e:
+                if self.reconnect is not None and self.lost(e):
+                    self.renew()
+                raise
+
+        return RENEW.retrying(lambda e: self.reconnect is not None and self.lost(e))(once)
 
     def calls(self, rows: Sequence[Row], bulk: bool | None = None) -> list[tuple[Row, Call]]:
         """The call of every row (rows whose operation is not replicated are left out);
@@ -747,7 +775,7 @@ def commit_surely(
             if not sender.dialect.classify(e).connection_lost:
                 raise
         sender.renew()
-        if landed():
+        if sender.read(landed):
             return  # the commit reached the server before the connection broke
         f = again()
         if f is not None:

@@ -34,6 +34,9 @@ class RetryPolicy:
 
 CONNECT = RetryPolicy(attempts=5, wait_initial_s=0.2, wait_max_s=3.0)
 REAPPLY = RetryPolicy(attempts=5, wait_initial_s=0.05, wait_max_s=1.0)
+# A stream replacing a lost connection, or reading its progress on one, when the replacement
+# is lost too (a failover in progress, an administrator terminating every backend again).
+RENEW = RetryPolicy(attempts=6, wait_initial_s=0.05, wait_max_s=1.0)
 
 
 def _connect_transient(exc: BaseException) -> bool:
