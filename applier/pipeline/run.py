@@ -298,7 +298,7 @@ def _subscription(
         tuple(plan.statements),
         tuple(applied.schema_changes),
         tuple(plan.procedures),
-        schedule_rows(ev),
+        schedule_rows(ev, work=wd / f"schedule-{sub.name.replace('/', '_')}"),
         tuple(conflict_rows(ev)),
     )
 

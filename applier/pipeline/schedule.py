@@ -13,8 +13,11 @@ rollback or a progress row is known by it when a shrunk stream follows the recor
 (:func:`applier.apply.gate.order_of`).
 
 Every command is in some step's ``lsns``, so a schedule grows with the stream: one whose steps'
-texts exceed ``KEEP_CHARS`` is not collected to the driver but sorted by Spark and streamed,
-a partition at a time, to a file (:class:`ScheduleFile`, read back lazily).
+texts exceed ``KEEP_CHARS`` is not collected to the driver. Spark sorts it into range
+partitions and writes them as Parquet files (one per partition, named by its index); the
+driver reads those in order, a batch at a time, into a file (:class:`ScheduleFile`, read back
+lazily). Neither the driver's JVM nor its Python holds more than a batch: at 100M commands
+``toLocalIterator`` (a partition at a time through the driver's JVM) ran its 2 GiB heap out.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from applier import leftovers
 from applier.errors import InputError
 
 KEEP_CHARS = 4_000_000  # the steps' texts (lsns, errors) kept in memory at most
+READ_ROWS = 256  # steps per batch the driver reads from a spilled schedule's Parquet files
 _STEP_COLUMNS = ("stream", "round", "outcome", "class", "code", "message", "n", "t_exec", "t_commit")
 
 
@@ -96,13 +100,17 @@ def _step(i: int, r: Any) -> dict[str, Any]:
 
 
 def schedule_rows(
-    events: DataFrame, keep_chars: int = KEEP_CHARS, part_chars: int = KEEP_CHARS
+    events: DataFrame,
+    keep_chars: int = KEEP_CHARS,
+    part_chars: int = KEEP_CHARS,
+    work: str | Path | None = None,
 ) -> Sequence[Mapping[str, Any]]:
     """The steps of the run's events, in the order they ran (a controlled schedule's own
     order; else by start time, then stream). A schedule longer than ``keep_chars`` is a
-    :class:`ScheduleFile`: the driver holds one sorted partition of it at a time, of about
-    ``part_chars`` characters of texts (at 100M commands a partition of Spark's 8 ran the
-    driver's heap out as one task result)."""
+    :class:`ScheduleFile`: Spark writes it sorted, in range partitions of about ``part_chars``
+    characters of texts, as Parquet under ``work`` (a folder the executors and the driver
+    share, as the run's events; default: a new local one; removed once read), and the driver
+    streams those files in order into the schedule's file."""
     steps = events.where("kind = 'step'").select(*_STEP_COLUMNS)
     size = steps.agg(
         F.count("*").alias("steps"),
@@ -124,12 +132,27 @@ def schedule_rows(
     ordered = steps.repartitionByRange(parts, *by).sortWithinPartitions(*by)
     folder = leftovers.owned_dir("applier-work-")
     path = folder / "schedule.jsonl"
+    spill = Path(work) if work is not None else folder / "steps"
     try:
-        write_schedule((_step(i, r) for i, r in enumerate(ordered.toLocalIterator())), path)
+        ordered.write.mode("overwrite").parquet(str(spill))
+        write_schedule((_step(i, r) for i, r in enumerate(_in_order(spill))), path)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
     return ScheduleFile(path, n_steps)
+
+
+def _in_order(folder: Path) -> Iterator[Mapping[str, Any]]:
+    """The rows of a sorted DataFrame written as Parquet: its part files in partition order
+    (``part-NNNNN-...``: an empty partition writes none), each read ``READ_ROWS`` at a time."""
+    import pyarrow.parquet as pq
+
+    for f in sorted(folder.glob("part-*.parquet"), key=lambda p: int(p.name.split("-")[1])):
+        with pq.ParquetFile(f) as pf:
+            for batch in pf.iter_batches(batch_size=READ_ROWS):
+                yield from batch.to_pylist()
 
 
 def conflict_rows(events: DataFrame) -> list[tuple[int | None, int | None, str]]:

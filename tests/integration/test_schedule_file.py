@@ -50,8 +50,11 @@ def test_a_long_schedule_is_a_file_with_the_same_steps(spark, tmp_path, controll
     spilled = schedule_rows(ev, keep_chars=0)
     assert isinstance(spilled, ScheduleFile) and len(spilled) == 41
     assert list(spilled) == kept
-    # partitions of ~300 characters (about ten): the driver takes them one at a time, in order
-    assert list(schedule_rows(ev, keep_chars=0, part_chars=300)) == kept
+    # partitions of ~300 characters (about ten), written by Spark under `work` and read by the
+    # driver file by file in partition order; the folder goes once read
+    spill = tmp_path / "spill"
+    assert list(schedule_rows(ev, keep_chars=0, part_chars=300, work=spill)) == kept
+    assert not spill.exists()
     assert spilled[3] == kept[3] and spilled[-1] == kept[-1] and spilled[2:5] == kept[2:5]
     assert kept[-1]["result"] == {"class": "conflict", "code": "23505", "message": "duplicate key"}
     out = write_schedule(spilled, tmp_path / "schedule.jsonl")
