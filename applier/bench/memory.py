@@ -3,6 +3,10 @@
 In local mode the driver JVM also hosts the executors; Python workers are its descendant
 processes (``pyspark.daemon`` and the workers it forks). A sampler thread reads resident
 set sizes every 0.2 s; the JVM's and this process's own peaks (VmHWM) are read at the end.
+The JVM's resident set is also split into its anonymous part (heap, direct buffers, thread
+stacks, malloc arenas: memory it owns) and its file-backed part (mapped files: jars, shuffle
+and cache files Spark reads through mmap, tmpfs files counted as shared memory; the kernel
+can drop or page out those pages).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ def _status(pid: int) -> dict[str, int]:
         with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
             for line in f:
                 k, _, v = line.partition(":")
-                if k in ("VmRSS", "VmHWM", "PPid"):
+                if k in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem", "PPid"):
                     out[k] = int(v.split()[0])
     except OSError:
         pass
@@ -59,6 +63,8 @@ class MemorySampler:
     jvm_pid: int | None
     interval_s: float = 0.2
     peak_jvm_mib: float = 0.0
+    peak_jvm_anon_mib: float = 0.0  # RssAnon: what the JVM itself holds
+    peak_jvm_file_mib: float = 0.0  # RssFile + RssShmem: mapped files
     peak_workers_mib: float = 0.0  # all Python workers alive at one instant
     peak_worker_mib: float = 0.0  # the largest single worker
     peak_self_mib: float = 0.0
@@ -72,7 +78,12 @@ class MemorySampler:
         self.peak_self_mib = max(self.peak_self_mib, me)
         if self.jvm_pid is None:
             return
-        self.peak_jvm_mib = max(self.peak_jvm_mib, _status(self.jvm_pid).get("VmRSS", 0) / 1024)
+        jvm = _status(self.jvm_pid)
+        self.peak_jvm_mib = max(self.peak_jvm_mib, jvm.get("VmRSS", 0) / 1024)
+        self.peak_jvm_anon_mib = max(self.peak_jvm_anon_mib, jvm.get("RssAnon", 0) / 1024)
+        self.peak_jvm_file_mib = max(
+            self.peak_jvm_file_mib, (jvm.get("RssFile", 0) + jvm.get("RssShmem", 0)) / 1024
+        )
         kids = descendants(self.jvm_pid)
         for p in kids:
             self.worker_cpu[p] = max(self.worker_cpu.get(p, 0.0), own_cpu(p))
@@ -114,6 +125,8 @@ class MemorySampler:
     def to_json(self) -> dict[str, float]:
         return {
             "driver_jvm_peak_mib": round(self.peak_jvm_mib, 1),
+            "driver_jvm_anon_peak_mib": round(self.peak_jvm_anon_mib, 1),
+            "driver_jvm_file_peak_mib": round(self.peak_jvm_file_mib, 1),
             "python_driver_peak_mib": round(self.peak_self_mib, 1),
             "python_workers_peak_mib": round(self.peak_workers_mib, 1),
             "python_worker_max_mib": round(self.peak_worker_mib, 1),

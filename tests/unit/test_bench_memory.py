@@ -1,0 +1,31 @@
+"""The benchmark's memory sampler, on this very process as the "JVM": its resident set and
+the split into anonymous and file-backed memory."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import tempfile
+
+from applier.bench.memory import MemorySampler
+
+
+def test_the_split_follows_anonymous_and_mapped_memory():
+    s = MemorySampler(jvm_pid=os.getpid())
+    s.sample()
+    anon0, file0 = s.peak_jvm_anon_mib, s.peak_jvm_file_mib
+    assert 0 < anon0 <= s.peak_jvm_mib and 0 < file0 <= s.peak_jvm_mib
+    block = bytearray(64 * 1024 * 1024)  # 64 MiB of our own, touched
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    with tempfile.TemporaryFile() as f:
+        f.truncate(64 * 1024 * 1024)
+        with mmap.mmap(f.fileno(), 0) as m:  # 64 MiB of a file, every page read
+            total = sum(m[i] for i in range(0, len(m), 4096))
+            s.sample()
+    assert total == 0 and block[0] == 1
+    assert s.peak_jvm_anon_mib >= anon0 + 60
+    assert s.peak_jvm_file_mib >= file0 + 60
+    doc = s.to_json()
+    assert doc["driver_jvm_anon_peak_mib"] == round(s.peak_jvm_anon_mib, 1)
+    assert doc["driver_jvm_file_peak_mib"] == round(s.peak_jvm_file_mib, 1)
