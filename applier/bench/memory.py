@@ -46,6 +46,17 @@ def _children_map() -> dict[int, list[int]]:
     return kids
 
 
+def is_python(pid: int) -> bool:
+    """Whether ``pid`` runs Python (its command name): a Python worker, not a short-lived child
+    the JVM spawns for a shell command, which shares the JVM's memory until it execs and so
+    shows the JVM's whole resident set (a 10M run counted one as a 2.6 GB "worker")."""
+    try:
+        with open(f"/proc/{pid}/comm", encoding="ascii", errors="replace") as f:
+            return f.read().strip().startswith("python")
+    except OSError:
+        return False
+
+
 def descendants(pid: int) -> list[int]:
     kids = _children_map()
     out, todo = [], list(kids.get(pid, []))
@@ -84,7 +95,7 @@ class MemorySampler:
         self.peak_jvm_file_mib = max(
             self.peak_jvm_file_mib, (jvm.get("RssFile", 0) + jvm.get("RssShmem", 0)) / 1024
         )
-        kids = descendants(self.jvm_pid)
+        kids = [p for p in descendants(self.jvm_pid) if is_python(p)]
         for p in kids:
             self.worker_cpu[p] = max(self.worker_cpu.get(p, 0.0), own_cpu(p))
         sizes = [_status(p).get("VmRSS", 0) / 1024 for p in kids]

@@ -29,3 +29,28 @@ def test_the_split_follows_anonymous_and_mapped_memory():
     doc = s.to_json()
     assert doc["driver_jvm_anon_peak_mib"] == round(s.peak_jvm_anon_mib, 1)
     assert doc["driver_jvm_file_peak_mib"] == round(s.peak_jvm_file_mib, 1)
+
+
+def test_workers_are_the_python_descendants_only():
+    """A child that is not Python (the JVM's shell commands) is not a worker: it would show
+    its parent's resident set while it shares the parent's memory."""
+    import subprocess
+    import sys
+    import time
+
+    py = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(80 << 20); time.sleep(30)"])
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        s = MemorySampler(jvm_pid=os.getpid())
+        for _ in range(100):  # until the Python child holds its 80 MiB
+            s.sample()
+            if s.peak_worker_mib >= 80:
+                break
+            time.sleep(0.05)
+        assert s.peak_worker_mib >= 80
+        assert py.pid in s.worker_cpu and other.pid not in s.worker_cpu
+    finally:
+        py.kill()
+        other.kill()
+        py.wait()
+        other.wait()
