@@ -242,19 +242,25 @@ class Sender:
 
     def renew(self) -> None:
         """Replace a lost connection with a new one (the server rolled back its open work). A
-        replacement lost before it is ready is replaced again (tenacity, ``RENEW``)."""
+        replacement lost before it is ready is replaced again (tenacity, ``RENEW``); a server
+        that cannot be reached fails at once (the connect has its own retries: ``CONNECT``)."""
         reconnect = self.reconnect
         if reconnect is None:
             raise RuntimeError("the connection was lost and this sender cannot reconnect")
+        unreachable: list[BaseException] = []
 
         def once() -> None:
             with contextlib.suppress(Exception):  # already gone
                 self.conn.close()
-            self.conn = reconnect()
+            try:
+                self.conn = reconnect()
+            except Exception as e:
+                unreachable.append(e)
+                raise
             self.reconnects += 1
             self._tell_session()
 
-        RENEW.retrying(self.lost)(once)
+        RENEW.retrying(lambda e: not unreachable and self.lost(e))(once)
 
     def lost(self, exc: BaseException) -> bool:
         """Whether ``exc`` says the connection is gone."""
@@ -263,7 +269,9 @@ class Sender:
     def read(self, fn: Callable[[], T]) -> T:
         """``fn()``, a read on :attr:`conn`, then a commit; when the connection is lost on the
         way, on a new one again (tenacity, ``RENEW``): a stream reads its progress right after
-        a reconnect, the moment a second termination or a failover can hit again."""
+        a reconnect, the moment a second termination or a failover can hit again. An error of
+        :meth:`renew` (the server cannot be reached) ends the read: it is not retried here too."""
+        lost: list[BaseException] = []
 
         def once() -> T:
             try:
@@ -271,11 +279,16 @@ class Sender:
                 self.conn.commit()
                 return out
             except Exception as e:
-                if self.reconnect is not None and self.lost(e):
-                    self.renew()
-                raise
+                if self.reconnect is None or not self.lost(e):
+                    raise
+                lost[:] = [e]
+            self.renew()
+            raise _ReadAgain
 
-        return RENEW.retrying(lambda e: self.reconnect is not None and self.lost(e))(once)
+        try:
+            return RENEW.retrying(lambda e: isinstance(e, _ReadAgain))(once)
+        except _ReadAgain:
+            raise lost[0] from None
 
     def calls(self, rows: Sequence[Row], bulk: bool | None = None) -> list[tuple[Row, Call]]:
         """The call of every row (rows whose operation is not replicated are left out);
@@ -719,6 +732,10 @@ def send_with_policy(
 
 class _Transient(Exception):
     pass
+
+
+class _ReadAgain(Exception):
+    """A read lost its connection and the sender has a new one: read again."""
 
 
 def apply_serially(

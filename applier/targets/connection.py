@@ -45,7 +45,9 @@ def _connect_transient(exc: BaseException) -> bool:
     if not isinstance(exc, pyodbc.Error):
         return False
     state = str(exc.args[0]) if exc.args else ""
-    return state.startswith("08") or state in ("HYT00", "57P03")
+    # 57P01/57P02: the new session was terminated while it was being set up (an administrator
+    # or a failover terminating every backend); 57P03: the server is starting.
+    return state.startswith("08") or state in ("HYT00", "57P01", "57P02", "57P03")
 
 
 def connect(

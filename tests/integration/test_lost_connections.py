@@ -157,3 +157,28 @@ def test_a_commit_lost_then_its_check_lost_applies_the_work_once(target):
     finally:
         admin.cursor().execute('DROP TABLE IF EXISTS "lost_commit_check"')
         admin.close()
+
+
+def test_a_server_that_cannot_be_reached_ends_the_read_at_once(target):
+    """The connect has its own retries: a read whose replacement cannot be made fails on the
+    first failed reconnect, without a second layer of retries on top."""
+    from applier.apply.sender import Sender
+    from applier.plan.calls import Planner
+
+    tries = []
+
+    def unreachable() -> pyodbc.Connection:
+        tries.append(time.monotonic())
+        raise pyodbc.OperationalError("08001", "could not connect to server: Connection refused")
+
+    admin = pyodbc.connect(target.connection_string, autocommit=True)
+    try:
+        sender = Sender(
+            target.connect(1000), target.dialect, Planner(target.dialect, []), 0, False, unreachable
+        )
+        _terminate(admin, sender.conn)
+        with pytest.raises(pyodbc.OperationalError, match="08001"):
+            sender.read(lambda: sender.conn.cursor().execute("SELECT 1").fetchone()[0])
+        assert len(tries) == 1
+    finally:
+        admin.close()
