@@ -91,7 +91,8 @@ MOMENTS = [
     ("apply.commit", 1),  # one stream of round 0 committed, three not
     ("apply.commit", 2),
     ("apply.commit", 130),
-    ("apply.commit", 301),
+    ("apply.commit", 201),  # round ~50 of 100: a round reset to one stream passes no commit, and
+    # how many are reset varies with timing (15 here, over 25 on a loaded CI machine)
     ("apply.reapply", 1),  # the first reset round applied on one connection, not committed
     ("apply.reapplied", 1),  # ... committed, the streams not yet told
     ("apply.reapply", 4),
@@ -132,8 +133,11 @@ def _kill_at(pg, cfg_file: Path, custom: Path, point: str, at: int, tmp: Path) -
     proc = subprocess.run(
         cmd, env=env, start_new_session=True, capture_output=True, text=True, timeout=600, check=False
     )
+    passes = tmp / f"failpoint-{point}"
+    reached = passes.stat().st_size if passes.exists() else 0
     assert proc.returncode == -signal.SIGKILL, (
-        f"the run was not killed at {point}@{at} (exit {proc.returncode}): {proc.stderr[-1500:]}"
+        f"the run was not killed at {point}@{at} (exit {proc.returncode}, the point passed {reached} "
+        f"times): {proc.stderr[-1500:]} {proc.stdout[-1500:]}"
     )
 
 
