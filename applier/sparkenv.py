@@ -43,6 +43,13 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
+# Parquet that Spark writes within a run and reads back (the events, a long schedule's spill)
+# is zstd-compressed, on every master. With Spark's default Snappy (or LZ4_RAW), parquet-mr
+# decompresses through codecs that hold direct buffers outside the heap, and those grew with
+# what was read: 187 MiB reading 450 MB of step texts, 320 MiB reading 900 MB (zstd: 11 and
+# 16 MiB): the driver JVM's growth with the stream after the apply, in local mode.
+RUN_PARQUET_CODEC = "zstd"
+
 
 def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
@@ -497,6 +504,9 @@ def spark_session(
             .config("spark.sql.shuffle.partitions", str(max(2 * n, 8)))
             .config("spark.driver.memory", os.environ.get("APPLIER_DRIVER_MEMORY", "2g"))
             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "5000")
+            # Rows read from Parquet per batch (4096 by default): a step event holds the lsns
+            # of a whole share (~35 KB), and 4 tasks x 4096 of them ran a 2 GiB heap out.
+            .config("spark.sql.parquet.columnarReaderBatchSize", "1024")
             .config("spark.python.worker.reuse", "true")
             # Caches are built once and read a few times: uncompressed column batches build
             # ~1.8 s faster for the 1M-command planned stream (7.1 -> 5.3 s plan phase).
