@@ -31,16 +31,23 @@ def reach(name: str) -> None:
     """Pass the fail point ``name``: kill the run here if the test asked for this pass."""
     if name != _NAME:
         return
-    fd = os.open(
-        os.path.join(_DIR or ".", f"failpoint-{name}"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644
-    )
+    if count_pass(os.path.join(_DIR or ".", f"failpoint-{name}")) == int(_AT or "1"):
+        _kill_session()
+
+
+def count_pass(path: str) -> int:
+    """Append one pass to the counter file ``path``; this pass's number (1, 2, ...), unique
+    across processes. The number is where this append landed: with O_APPEND the seek to the
+    end and the write are one atomic step, and the descriptor's offset after it is this
+    process's own. (The file's size after the write is not: when the N streams pass a point
+    at once, two appends can both land before either reads the size, and no pass sees its
+    own number, so a kill at that pass never happened.)"""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         os.write(fd, b".")
-        passes = os.fstat(fd).st_size
+        return os.lseek(fd, 0, os.SEEK_CUR)
     finally:
         os.close(fd)
-    if passes == int(_AT or "1"):
-        _kill_session()
 
 
 def _kill_session() -> None:
