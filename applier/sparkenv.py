@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 # Parquet that Spark writes within a run and reads back (the events, a long schedule's spill)
 # is zstd-compressed, on every master. With Spark's default Snappy (or LZ4_RAW), parquet-mr
@@ -49,6 +49,11 @@ from pyspark.sql import SparkSession
 # what was read: 187 MiB reading 450 MB of step texts, 320 MiB reading 900 MB (zstd: 11 and
 # 16 MiB): the driver JVM's growth with the stream after the apply, in local mode.
 RUN_PARQUET_CODEC = "zstd"
+
+
+def write_run_parquet(df: DataFrame, path: str | Path) -> None:
+    """Write ``df`` as the run's own Parquet (replacing ``path``), in ``RUN_PARQUET_CODEC``."""
+    df.write.mode("overwrite").option("compression", RUN_PARQUET_CODEC).parquet(str(path))
 
 
 def under_spark_submit() -> bool:

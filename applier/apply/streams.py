@@ -20,7 +20,7 @@ from applier.apply.gate import GateServer
 from applier.apply.job import StreamJob
 from applier.apply.rendezvous import Address, Coordinator
 from applier.errors import ConfigError, TargetError
-from applier.sparkenv import RUN_PARQUET_CODEC
+from applier.sparkenv import write_run_parquet
 
 Task = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 MakeTask = Callable[[StreamJob, Address], Task]
@@ -53,7 +53,7 @@ def run_streams(
     try:
         task = make_task(job, coordinator.address)
         events = laid_out.mapInArrow(task, EVENT_SCHEMA, barrier=True)
-        events.write.mode("overwrite").option("compression", RUN_PARQUET_CODEC).parquet(out_path)
+        write_run_parquet(events, out_path)
     finally:
         coordinator.stop()
     return spark.read.parquet(out_path)
@@ -81,7 +81,7 @@ def _controlled(
         try:
             task = make_task(job, gate.address)
             events = laid_out.mapInArrow(task, EVENT_SCHEMA, barrier=True)
-            events.write.mode("overwrite").option("compression", RUN_PARQUET_CODEC).parquet(out_path)
+            write_run_parquet(events, out_path)
         finally:
             gate.stop()
         if gate.error is not None:

@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 
 from applier import leftovers
 from applier.errors import InputError
-from applier.sparkenv import RUN_PARQUET_CODEC
+from applier.sparkenv import write_run_parquet
 
 KEEP_CHARS = 4_000_000  # the steps' texts (lsns, errors) kept in memory at most
 READ_ROWS = 256  # steps per batch the driver reads from a spilled schedule's Parquet files
@@ -135,7 +135,7 @@ def schedule_rows(
     path = folder / "schedule.jsonl"
     spill = Path(work) if work is not None else folder / "steps"
     try:
-        ordered.write.mode("overwrite").option("compression", RUN_PARQUET_CODEC).parquet(str(spill))
+        write_run_parquet(ordered, spill)
         write_schedule((_step(i, r) for i, r in enumerate(_in_order(spill))), path)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
