@@ -35,7 +35,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,39 @@ RUN_PARQUET_CODEC = "zstd"
 def write_run_parquet(df: DataFrame, path: str | Path) -> None:
     """Write ``df`` as the run's own Parquet (replacing ``path``), in ``RUN_PARQUET_CODEC``."""
     df.write.mode("overwrite").option("compression", RUN_PARQUET_CODEC).parquet(str(path))
+
+
+ARROW_MAX_BYTES = "spark.sql.execution.arrow.maxBytesPerBatch"
+ARROW_MAX_RECORDS = "spark.sql.execution.arrow.maxRecordsPerBatch"
+_NO_BYTE_LIMIT = "2147483647"  # Int.MaxValue: Spark does not measure the batch at all
+
+
+def _bytes_conf(text: str) -> int:
+    m = re.fullmatch(r"\s*([0-9]+)\s*([kmgt]?)b?\s*", text.lower())
+    if not m:
+        return 64 << 20
+    return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
+
+
+@contextlib.contextmanager
+def arrow_batches_by_rows(spark: SparkSession, row_bytes: int | None) -> Iterator[None]:
+    """Within it, Arrow batches sent to Python workers are cut by their row count alone when
+    that count already keeps a batch of rows of at most ``row_bytes`` bytes under the byte
+    limit (None: rows without a bound, nothing changes). Spark 4 measures the batch after every
+    row against maxBytesPerBatch (64 MiB), walking all of its column vectors: about 3 us of
+    the driver JVM's CPU per command of a stream task (8.2 -> 5.0 us at 1M commands). The
+    user's own setting of the limit (the launcher's, --conf) is left alone."""
+    conf = spark.sparkContext.getConf()
+    records = int(spark.conf.get(ARROW_MAX_RECORDS, "10000") or 10000)
+    limit = _bytes_conf(str(spark.conf.get(ARROW_MAX_BYTES, "64m") or "64m"))
+    if row_bytes is None or records <= 0 or records * row_bytes > limit or conf.contains(ARROW_MAX_BYTES):
+        yield
+        return
+    spark.conf.set(ARROW_MAX_BYTES, _NO_BYTE_LIMIT)
+    try:
+        yield
+    finally:
+        spark.conf.unset(ARROW_MAX_BYTES)
 
 
 def under_spark_submit() -> bool:

@@ -29,3 +29,6 @@ class StreamJob:
     batch_events: bool = True
     # A controlled schedule (applier.apply.gate): the streams take turns; None: they run free.
     schedule: ScheduleSpec | None = None
+    # A folder of feed files (applier.apply.streams.write_feed): task i reads stream i's rows
+    # from it; None: the rows come through Spark.
+    feed: str | None = None

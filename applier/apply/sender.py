@@ -184,6 +184,9 @@ class Sender:
         self.round: int | None = None
         self.anchor: int | None = None  # the lsn of the last command sent
         self.steps: list[dict[str, Any]] = []
+        self._texts: dict[tuple[str, ...], str] = {}
+        self._batch_cursor: Any = None
+        self._cursor_of: Any = None
 
     def attach(self, gate: GateClient | None) -> None:
         """Take turns at ``gate`` (None: run free)."""
@@ -525,13 +528,13 @@ class Sender:
         import pyodbc
 
         head, foot = self._guard(n_commands)
-        sql = ";\n".join([*head, *texts, *foot])
+        sql = self._text((*head, *texts, *foot))
         t0 = time.perf_counter()
         self.round_trips += 1
         try:
-            cur = self.conn.cursor()
+            cur = self._cursor()
             cur.execute(sql, params) if params else cur.execute(sql)
-            while cur.nextset():  # surfaces errors of later statements (SQL Server)
+            while self.dialect.ERRORS_IN_LATER_RESULTS and cur.nextset():
                 pass
         except pyodbc.Error as e:
             c = self.dialect.classify(e).keyed(self.primary_keys)
@@ -551,6 +554,23 @@ class Sender:
         finally:
             self.sql_seconds += time.perf_counter() - t0
         return None
+
+    def _text(self, statements: tuple[str, ...]) -> str:
+        """The batch of ``statements``, the same text object each time they come again: pyodbc
+        prepares a cursor's statement again only for another object, and psqlODBC's prepare
+        parses the whole batch (~100 KB of CALLs a round)."""
+        sql = self._texts.get(statements)
+        if sql is None:
+            if len(self._texts) >= 64:
+                self._texts.clear()
+            sql = self._texts[statements] = ";\n".join(statements)
+        return sql
+
+    def _cursor(self) -> Any:
+        """One cursor per connection for the batches (a new connection gets a new one)."""
+        if self._cursor_of is not self.conn:
+            self._batch_cursor, self._cursor_of = self.conn.cursor(), self.conn
+        return self._batch_cursor
 
     # -- the command that raised (applier.apply.locate) --------------------------------
     @functools.cached_property
@@ -647,7 +667,7 @@ class Sender:
             cur = self.conn.cursor()
             sql = ";\n".join(texts)
             cur.execute(sql, list(params)) if params else cur.execute(sql)
-            while cur.nextset():
+            while self.dialect.ERRORS_IN_LATER_RESULTS and cur.nextset():
                 pass
         except pyodbc.Error as e:
             c = self.dialect.classify(e).keyed(self.primary_keys)

@@ -154,6 +154,9 @@ class Dialect(SchemaStatements):
     # it (PostgreSQL). Where it does not (SQL Server under XACT_ABORT ON rolls the whole
     # transaction back), the failing command of a chunk is found by applying again.
     SAVEPOINT_SURVIVES_ERROR: ClassVar[bool] = False
+    # Whether an error of a later statement of a batch surfaces only when its result is reached
+    # (SQLMoreResults: SQL Server). Where it does not, the results are not walked at all.
+    ERRORS_IN_LATER_RESULTS: ClassVar[bool] = True
     # The name of a table's primary key constraint ({table}: the table's name) and the longest
     # identifier the server keeps, in bytes of UTF-8.
     PRIMARY_KEY_NAME: ClassVar[str] = "PK_{table}"

@@ -68,6 +68,9 @@ class PostgresDialect(Dialect):
     MAX_PARAMS_PER_BATCH: ClassVar[int] = 20000
     SET_APPLY: ClassVar[bool] = True
     SAVEPOINT_SURVIVES_ERROR: ClassVar[bool] = True
+    # psqlODBC reports the error of any statement of a batch at SQLExecute (the 2,000th CALL of
+    # 2,500 raised there), and walking 2,500 results cost ~0.5 us of client CPU a command.
+    ERRORS_IN_LATER_RESULTS: ClassVar[bool] = False
     PRIMARY_KEY_NAME: ClassVar[str] = "{table}_pkey"  # the name PostgreSQL itself would choose
     MAX_IDENTIFIER_BYTES: ClassVar[int] = 63  # NAMEDATALEN - 1
     ODBC_OPTIONS: ClassVar[str] = "Protocol=7.4-1;UseServerSidePrepare=0;BoolsAsChar=0;"

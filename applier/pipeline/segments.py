@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -31,6 +32,7 @@ from pyspark.sql import functions as F
 from applier.apply import apply_model
 from applier.apply.barriers import apply_schema_change, apply_statement, call_procedure, schema_change_sql
 from applier.apply.job import StreamJob
+from applier.apply.streams import feeds_from_files, write_feed
 from applier.articles import Article
 from applier.config import Subscription
 from applier.distribute.routing import sub_articles
@@ -38,6 +40,7 @@ from applier.distribute.statements import STATEMENT, decide
 from applier.errors import ApplierError
 from applier.partition.layout import lay_out
 from applier.partition.strategies import partition, with_rounds
+from applier.plan.columns import row_bytes_bound
 from applier.records.events import AppliedProcedure, Schemas, SqlStatement
 from applier.sparkenv import cache_level
 from applier.targets.endpoint import Endpoint
@@ -205,8 +208,13 @@ def _segment(
     values = st.model == "agent" and not st.job.set_apply
     laid_out = lay_out(partition(indexed, st.strategy, n, articles), n, articles, values)
     planned = laid_out.persist(cache_level(st.size_hint))
+    feed: str | None = None
+    if st.job.schedule is None and feeds_from_files(spark, st.size_hint):
+        # The cache is built while each stream's rows are written for its task (streams.py).
+        feed = str(work_dir / f"feed-{st.name.replace('/', '_')}-{k}")
+        fed_rows = sum(write_feed(spark, planned, feed, row_bytes_bound(articles)))
     if known is not None:
-        commands, transactions = planned.count(), known[1]
+        commands, transactions = (fed_rows if feed else planned.count()), known[1]
         if commands != known[2]:  # the oracle reads `planned` then: nothing may be lost
             raise ApplierError(f"planned {commands} commands of the {known[2]} generated")
     else:
@@ -215,7 +223,7 @@ def _segment(
     out.plan_seconds += time.perf_counter() - t
     out.commands += commands
     out.transactions += transactions
-    job = replace(st.job, articles=articles, subscription=name, rounds=n_rounds)
+    job = replace(st.job, articles=articles, subscription=name, rounds=n_rounds, feed=feed)
     say(
         f"applying {commands} commands in {n_rounds} rounds on {n} streams" + (f" (segment {k})" if k else "")
     )
@@ -232,6 +240,8 @@ def _segment(
     finally:
         stop.set()
         poller.join(timeout=5)
+        if feed is not None:
+            shutil.rmtree(feed, ignore_errors=True)
     out.apply_seconds += time.perf_counter() - t
     progress("apply", n_rounds, n_rounds)
     if keep_planned:

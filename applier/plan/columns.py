@@ -70,3 +70,37 @@ def column_types(articles: Sequence[Article]) -> dict[str, str]:
 
 def is_value_column(name: str) -> bool:
     return name.startswith((VALUE_PREFIX, KEY_PREFIX)) and len(name) > 3 and name[3:].isdigit()
+
+
+_FIXED_BYTES = 64  # a number, date, time, uuid or boolean as canonical JSON, with room to spare
+
+
+def _value_bytes(col: Column) -> int | None:
+    """The most bytes one value of ``col`` takes as canonical JSON (None: no bound, a LOB)."""
+    t = col.type
+    if t.is_lob:
+        return None
+    n = t.length if t.length is not None and t.length > 0 else 1
+    if t.kind == "str":
+        return 6 * n + 2  # every character escaped as \\uXXXX, and the quotes
+    if t.kind == "bytes":
+        return 4 * (n // 3 + 1) + 2  # base64
+    return _FIXED_BYTES
+
+
+def row_bytes_bound(articles: Sequence[Article]) -> int | None:
+    """An upper bound of the bytes one laid-out row of these articles carries (its before and
+    after images as JSON, their value columns, the key texts and the bookkeeping columns);
+    None when some column has no bound (text, image, xml, (max) types)."""
+    bound = 0
+    for a in articles:
+        image, key = 0, 0
+        for c in a.replicated:
+            v = _value_bytes(c)
+            if v is None:
+                return None
+            image += v + len(c.name.encode()) + 6
+            if c in a.key_columns:
+                key += v + 2
+        bound = max(bound, 3 * image + 3 * key + 512)
+    return bound
