@@ -72,6 +72,10 @@ class Coordinator(threading.Thread):
 
     def stop(self) -> None:
         self._halt.set()
+        # Wake the accept() that waits for a retried stage's streams, which would otherwise see
+        # the halt only at its next timeout (0.5 s added to every apply stage).
+        with contextlib.suppress(OSError):
+            socket.create_connection((self.address.host, self.address.port), timeout=1).close()
         self.join(timeout=5)
         self.listener.close()
 

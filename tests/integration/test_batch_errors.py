@@ -22,7 +22,9 @@ def test_psqlodbc_raises_a_later_statements_error_at_execute(target) -> None:  #
     conn = target.connect(2000)
     try:
         cur = conn.cursor()
-        cur.execute("DROP TABLE IF EXISTS batch_errors; CREATE TABLE batch_errors (id int PRIMARY KEY, v int)")
+        cur.execute(
+            "DROP TABLE IF EXISTS batch_errors; CREATE TABLE batch_errors (id int PRIMARY KEY, v int)"
+        )
         cur.execute("INSERT INTO batch_errors SELECT g, 0 FROM generate_series(1, 2500) g")
         cur.execute(
             "CREATE OR REPLACE PROCEDURE batch_errors_upd(a int, b int) LANGUAGE plpgsql AS $$ BEGIN "

@@ -58,3 +58,19 @@ def test_a_dead_stream_fails_the_others_fast():
     with pytest.raises((ConnectionError, OSError)):
         a.all_gather("hello")
     coord.stop()
+
+
+def test_stop_wakes_the_accept_that_waits_for_a_retried_stage():
+    """After the streams said bye the coordinator waits in accept() for a retried stage; stop
+    wakes it instead of waiting for accept's timeout (here 30 s, past stop's 5 s join)."""
+    coord = Coordinator(1)
+    coord.listener.settimeout(30)
+    coord.start()
+    r = Rendezvous(coord.address, 0)
+    assert r.all_gather("x") == ["x"]
+    r.close()
+    time.sleep(0.2)  # the coordinator is back in accept()
+    t0 = time.perf_counter()
+    coord.stop()
+    assert not coord.is_alive()
+    assert time.perf_counter() - t0 < 5

@@ -1,0 +1,59 @@
+"""How the stream tasks get their rows (``apply.streams``): from feed files the plan phase
+writes (a local master) or through Spark (a cluster, ``APPLIER_FEED=spark``). Both apply the
+same commands to the same end state; the feed files are gone after the apply; a stream whose
+file is missing fails loudly instead of applying nothing; and Arrow batches are cut by rows
+alone only where the articles' row bound keeps them under Spark's byte limit."""
+
+from __future__ import annotations
+
+import pytest
+
+import applier
+from applier.apply.streams import FEED_ENV, feeds_from_files, read_feed
+from applier.errors import ApplierError
+from applier.sparkenv import ARROW_MAX_BYTES, DISK_ONLY_ABOVE, arrow_batches_by_rows
+from tests.integration.helpers import config, rows
+
+pytestmark = pytest.mark.integration
+
+
+def _state(target, table: str):  # type: ignore[no-untyped-def]
+    return rows(target, f'SELECT * FROM "dbo"."{table}" ORDER BY 1')
+
+
+@pytest.mark.parametrize("feed", ["files", "spark"])
+def test_both_feeds_apply_the_stream_and_leave_no_feed_files(spark, target, tmp_path, monkeypatch, feed):
+    if feed == "spark":
+        monkeypatch.setenv(FEED_ENV, "spark")
+    assert feeds_from_files(spark, 1000) is (feed == "files")
+    cfg = config(f"feed_{feed}", streams=4, batch=5, kind="key-chains", transactions=80, initial_rows=40)
+    work = tmp_path / "work"
+    result = applier.run(cfg, target, spark=spark, work_dir=work)
+    (sub,) = result.subscriptions
+    assert sub.verdict is applier.Verdict.CONVERGED, sub.check.to_json()
+    assert sub.summary.commands > 0
+    assert not list(work.rglob("stream-*.arrow*")), "feed files left behind"
+
+
+def test_feed_files_only_for_a_local_master_and_an_in_memory_stream(spark, monkeypatch):
+    monkeypatch.delenv(FEED_ENV, raising=False)
+    assert str(spark.sparkContext.master).startswith("local")
+    assert feeds_from_files(spark, None) and feeds_from_files(spark, DISK_ONLY_ABOVE)
+    assert not feeds_from_files(spark, DISK_ONLY_ABOVE + 1)  # cached on disk already
+
+
+def test_a_missing_feed_file_is_an_error_not_an_empty_stream(tmp_path):
+    with pytest.raises(ApplierError, match=r"stream 3 has no rows to apply: .*stream-3\.arrow is missing"):
+        list(read_feed(str(tmp_path), 3))
+
+
+def test_arrow_batches_are_cut_by_rows_only_where_the_bound_allows(spark):
+    assert spark.conf.get(ARROW_MAX_BYTES) != "2147483647"
+    before = spark.conf.get(ARROW_MAX_BYTES)
+    with arrow_batches_by_rows(spark, 1_000):  # 5,000 rows x 1 KB: under 64 MiB
+        assert spark.conf.get(ARROW_MAX_BYTES) == "2147483647"
+    assert spark.conf.get(ARROW_MAX_BYTES) == before
+    with arrow_batches_by_rows(spark, 100_000):  # 5,000 x 100 KB: the byte limit stays
+        assert spark.conf.get(ARROW_MAX_BYTES) == before
+    with arrow_batches_by_rows(spark, None):  # a LOB column: no bound
+        assert spark.conf.get(ARROW_MAX_BYTES) == before
