@@ -35,6 +35,6 @@ def test_bench_command_writes_its_json(spark, tmp_path):  # spark: share the ses
     assert p["ratios"]["apply_vs_ceiling"] > 0 and p["ratios"]["apply_vs_native"] > 0
     assert p["ratios"]["set_apply_vs_ceiling"] > 0
     assert {g["name"] for g in doc["goals"]} >= {
-        "apply (calls) >= 0.8 x ceiling at N=2 (sync on)",
+        "apply (calls) >= 0.9 x ceiling at N=2 (sync on)",
         "apply (set-based) >= 0.8 x ceiling at N=2 (sync on)",
     }

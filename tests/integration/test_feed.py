@@ -57,3 +57,17 @@ def test_arrow_batches_are_cut_by_rows_only_where_the_bound_allows(spark):
         assert spark.conf.get(ARROW_MAX_BYTES) == before
     with arrow_batches_by_rows(spark, None):  # a LOB column: no bound
         assert spark.conf.get(ARROW_MAX_BYTES) == before
+
+
+def test_a_stream_without_rows_gets_a_file_with_the_schema_and_no_batches(spark, tmp_path):
+    from applier.apply.streams import write_feed
+
+    df = spark.createDataFrame([(1, "a"), (2, "b")], "k long, v string").repartition(4, "k")
+    per_partition = df.rdd.glom().map(len).collect()
+    assert 0 in per_partition  # 2 keys over 4 partitions: some stream has no rows
+    assert write_feed(spark, df, tmp_path, 100) == per_partition
+    for i, n in enumerate(per_partition):
+        assert sum(b.num_rows for b in read_feed(str(tmp_path), i)) == n
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"stream-{i}.arrow" for i in range(4)
+    ]  # nothing aside
