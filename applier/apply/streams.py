@@ -51,6 +51,11 @@ def check_slots(spark: SparkSession, streams: int) -> None:
         )
 
 
+def _local(spark: SparkSession) -> bool:
+    """Whether the executors run in the driver's process (a local master)."""
+    return str(spark.sparkContext.master).startswith("local")
+
+
 FEED_FILE = "stream-{}.arrow"
 FEED_ENV = "APPLIER_FEED"  # "spark": the rows always come through Spark (tests, comparisons)
 
@@ -62,8 +67,7 @@ def feeds_from_files(spark: SparkSession, rows: int | None) -> bool:
     ``$APPLIER_FEED`` does not say ``spark``."""
     if os.environ.get(FEED_ENV, "").strip().lower() == "spark":
         return False
-    local = str(spark.sparkContext.master).startswith("local")
-    return local and (rows is None or rows <= DISK_ONLY_ABOVE)
+    return _local(spark) and (rows is None or rows <= DISK_ONLY_ABOVE)
 
 
 def write_feed(
@@ -146,7 +150,7 @@ def run_streams(
     and return them. With ``job.feed`` (a folder :func:`write_feed` wrote ``laid_out`` to) the
     tasks read their rows from it instead."""
     check_slots(spark, job.streams)
-    local = str(spark.sparkContext.master).startswith("local")
+    local = _local(spark)
     host = "127.0.0.1" if local else str(spark.conf.get("spark.driver.host") or socket.gethostname())
     bind = "127.0.0.1" if local else ""
     if job.schedule is not None:
