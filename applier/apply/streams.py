@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shutil
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -68,6 +70,24 @@ def feeds_from_files(spark: SparkSession, rows: int | None) -> bool:
     if os.environ.get(FEED_ENV, "").strip().lower() == "spark":
         return False
     return _local(spark) and (rows is None or rows <= DISK_ONLY_ABOVE)
+
+
+def feed_folder(work_dir: str | Path, name: str, k: int) -> Path:
+    """The folder segment ``k`` of subscription ``name`` writes its streams' rows to."""
+    return Path(work_dir) / f"feed-{name.replace('/', '_')}-{k}"
+
+
+def clear_feeds(work_dir: str | Path, name: str) -> list[Path]:
+    """Remove the feed folders of subscription ``name`` in ``work_dir``; the ones removed. A
+    run writes its feed before each apply and removes it after; a run killed (kill -9)
+    between the two leaves it, as much as the stream's rows. No run reads another's feed."""
+    pattern = re.compile(re.escape(feed_folder("", name, 0).name[:-1]) + r"\d+")
+    removed = []
+    for folder in sorted(Path(work_dir).glob("feed-*")):
+        if folder.is_dir() and pattern.fullmatch(folder.name):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 def write_feed(

@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from applier.apply import apply_model
 from applier.apply.barriers import apply_schema_change, apply_statement, call_procedure, schema_change_sql
 from applier.apply.job import StreamJob
-from applier.apply.streams import feeds_from_files, write_feed
+from applier.apply.streams import clear_feeds, feed_folder, feeds_from_files, write_feed
 from applier.articles import Article
 from applier.config import Subscription
 from applier.distribute.routing import sub_articles
@@ -211,7 +211,7 @@ def _segment(
     feed: str | None = None
     if st.job.schedule is None and feeds_from_files(spark, st.size_hint):
         # The cache is built while each stream's rows are written for its task (streams.py).
-        feed = str(work_dir / f"feed-{st.name.replace('/', '_')}-{k}")
+        feed = str(feed_folder(work_dir, st.name, k))
         fed_rows = sum(write_feed(spark, planned, feed, row_bytes_bound(articles)))
     if known is not None:
         commands, transactions = (fed_rows if feed else planned.count()), known[1]
@@ -268,6 +268,8 @@ def apply_segments(
     """Apply ``routed`` (the subscription's row commands; barrier events may be among them) in
     segments cut at ``plan.barriers``. ``known`` as for :func:`_segment` (one segment only)."""
     out = Applied()
+    for folder in clear_feeds(work_dir, st.name):
+        log.info("removed %s: the rows a killed run had laid out for its streams", folder)
     versions: dict[str, int] = {n: 1 for n in schemas.versions}
     committed: list[int] = []
     lo: int | None = None

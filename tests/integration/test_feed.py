@@ -35,6 +35,25 @@ def test_both_feeds_apply_the_stream_and_leave_no_feed_files(spark, target, tmp_
     assert not list(work.rglob("stream-*.arrow*")), "feed files left behind"
 
 
+def test_a_feed_a_killed_run_left_is_removed_by_the_next_run_of_its_subscription(spark, target, tmp_path):
+    from applier.apply.streams import feed_folder
+
+    work = tmp_path / "work"
+    # What a kill -9 between the plan phase and the end of the apply leaves: whole files and
+    # one written aside, of a segment this run does not have and of the one it has.
+    mine = [feed_folder(work, "feed_stale", 3), feed_folder(work, "feed_stale", 0)]
+    other = feed_folder(work, "feed_stale_2", 0)  # another subscription's, maybe a live run's
+    for folder in [*mine, other]:
+        folder.mkdir(parents=True)
+        (folder / "stream-7.arrow").write_bytes(b"x" * 1024)
+        (folder / "stream-1.arrow.0.part").write_bytes(b"x")
+    cfg = config("feed_stale", streams=2, batch=5, kind="key-chains", transactions=20, initial_rows=10)
+    result = applier.run(cfg, target, spark=spark, work_dir=work)
+    assert result.subscriptions[0].verdict is applier.Verdict.CONVERGED
+    assert not any(f.exists() for f in mine)
+    assert sorted(p.name for p in other.iterdir()) == ["stream-1.arrow.0.part", "stream-7.arrow"]
+
+
 def test_feed_files_only_for_a_local_master_and_an_in_memory_stream(spark, monkeypatch):
     monkeypatch.delenv(FEED_ENV, raising=False)
     assert str(spark.sparkContext.master).startswith("local")
