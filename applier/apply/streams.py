@@ -31,7 +31,7 @@ from applier.apply.job import StreamJob
 from applier.apply.rendezvous import Address, Coordinator
 from applier.errors import ApplierError, ConfigError, TargetError
 from applier.plan.columns import row_bytes_bound
-from applier.sparkenv import DISK_ONLY_ABOVE, arrow_batches_by_rows, write_run_parquet
+from applier.sparkenv import DISK_ONLY_ABOVE, arrow_batches_by_rows, local_slots, write_run_parquet
 
 Task = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 MakeTask = Callable[[StreamJob, Address], Task]
@@ -54,8 +54,8 @@ def check_slots(spark: SparkSession, streams: int) -> None:
 
 
 def _local(spark: SparkSession) -> bool:
-    """Whether the executors run in the driver's process (a local master)."""
-    return str(spark.sparkContext.master).startswith("local")
+    """Whether the executors run on the driver's host (a local master, local-cluster too)."""
+    return local_slots(str(spark.sparkContext.master), 1) is not None
 
 
 FEED_FILE = "stream-{}.arrow"
@@ -72,16 +72,20 @@ def feeds_from_files(spark: SparkSession, rows: int | None) -> bool:
     return _local(spark) and (rows is None or rows <= DISK_ONLY_ABOVE)
 
 
+def _feed_prefix(name: str) -> str:
+    return f"feed-{name.replace('/', '_')}-"
+
+
 def feed_folder(work_dir: str | Path, name: str, k: int) -> Path:
     """The folder segment ``k`` of subscription ``name`` writes its streams' rows to."""
-    return Path(work_dir) / f"feed-{name.replace('/', '_')}-{k}"
+    return Path(work_dir) / f"{_feed_prefix(name)}{k}"
 
 
 def clear_feeds(work_dir: str | Path, name: str) -> list[Path]:
     """Remove the feed folders of subscription ``name`` in ``work_dir``; the ones removed. A
     run writes its feed before each apply and removes it after; a run killed (kill -9)
     between the two leaves it, as much as the stream's rows. No run reads another's feed."""
-    pattern = re.compile(re.escape(feed_folder("", name, 0).name[:-1]) + r"\d+")
+    pattern = re.compile(re.escape(_feed_prefix(name)) + r"\d+")
     removed = []
     for folder in sorted(Path(work_dir).glob("feed-*")):
         if folder.is_dir() and pattern.fullmatch(folder.name):
