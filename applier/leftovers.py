@@ -1,7 +1,7 @@
 """Temporary folders owned by a process, and what a dead owner left behind.
 
-Every folder applier creates for the length of a run (the embedded cluster's
-``applier-pg-*``, the run's ``applier-work-*``, Spark's ``applier-spark-*``) holds an
+Every folder applier creates for the length of a run (the embedded clusters'
+``applier-pg-*`` and ``applier-bbf-*``, the run's ``applier-work-*``, Spark's ``applier-spark-*``) holds an
 ``owner`` file: the creating process's PID and its start time (so that a reused PID is not
 taken for the owner). A normal exit, an error or a signal removes the folder; a kill -9
 cannot, so the next run (and ``applier clean``) removes the folders whose owner is gone,
@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 OWNER = "owner"
-PREFIXES = ("applier-pg-", "applier-work-", "applier-spark-")
+PREFIXES = ("applier-pg-", "applier-bbf-", "applier-work-", "applier-spark-")
+CLUSTERS = ("applier-pg-", "applier-bbf-")  # folders holding a server's data directory
 
 
 def _start_time(pid: int) -> str | None:
@@ -76,7 +77,7 @@ def clean(root: str | Path | None = None) -> list[Path]:
         for folder in sorted(base.glob(prefix + "*")):
             if not folder.is_dir() or owner_alive(folder):
                 continue
-            if prefix == "applier-pg-":
+            if prefix in CLUSTERS:
                 _stop_postgres(folder)
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)

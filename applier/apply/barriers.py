@@ -52,7 +52,7 @@ def apply_schema_change(target: Endpoint, statements: list[str]) -> None:
             try:
                 cur.execute(s)
             except pyodbc.Error as e:
-                conn.rollback()
+                target.dialect.rollback(conn)
                 raise TargetError(f"schema change failed: {_message(e)}") from None
         conn.commit()
     finally:
@@ -74,10 +74,10 @@ def apply_statement(
             cur.execute(d.rs_sqldml_sql(article, stmt))
             n = int(cur.rowcount)
         except pyodbc.Error as e:
-            conn.rollback()
+            d.rollback(conn)
             return False, None, f"the statement failed at the subscriber: {d.classify(e).message[:300]}"
         if n != stmt.rowcount:
-            conn.rollback()
+            d.rollback(conn)
             return False, n, f"subscriber row count {n} differs from rs_rowcount {stmt.rowcount}: rolled back"
         cur.execute(ProgressTable(d).upsert_sql, *progress)
         conn.commit()
@@ -98,7 +98,7 @@ def call_procedure(target: Endpoint, proc: AppliedProcedure, progress: tuple[str
             cur.execute(d.call_procedure_sql(proc.procedure, len(proc.params)), *proc.params)
             cur.execute(ProgressTable(d).upsert_sql, *progress)
         except pyodbc.Error as e:
-            conn.rollback()
+            d.rollback(conn)
             raise TargetError(
                 f"applied procedure {proc.procedure} failed: {d.classify(e).message[:300]}"
             ) from None

@@ -167,7 +167,11 @@ def load_snapshot(
                     else:
                         img = json.loads(image)
                         pending.setdefault(name, []).append(
-                            tuple(to_param(c.type, img.get(c.name)) for c in a.replicated)
+                            tuple(
+                                dialect.null_param(c.type) if v is None else to_param(c.type, v)
+                                for c in a.replicated
+                                for v in (img.get(c.name),)
+                            )
                         )
                         limit = min(dialect.MAX_PARAMS_PER_BATCH // len(a.replicated), 1000)
                     total += 1
@@ -177,7 +181,7 @@ def load_snapshot(
                 flush(name)
             conn.commit()
         except Exception as e:
-            conn.rollback()
+            dialect.rollback(conn)
             raise TargetError(f"loading the snapshot into {target.redacted} failed: {e}") from None
         finally:
             conn.close()

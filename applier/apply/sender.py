@@ -229,7 +229,7 @@ class Sender:
 
     def rollback(self) -> None:
         """Roll the connection's work back (a step of the schedule)."""
-        self._step("rollback", self.conn.rollback)
+        self._step("rollback", lambda: self.dialect.rollback(self.conn))
 
     def _step(self, kind: str, action: Callable[[], Any]) -> None:
         seq, t0 = self._turn(kind, [])
@@ -647,7 +647,7 @@ class Sender:
         the chunk had no savepoint (past GUARDED_CHUNKS): roll back, apply the chunks of this
         send that had succeeded again, then the failed chunk's statements one round trip each;
         the first to fail is the culprit. (Every caller begins its transaction with the send.)"""
-        self.conn.rollback()
+        self.dialect.rollback(self.conn)
         for ch in sent:
             if self._try([c.sql for _, c in ch], [p for _, c in ch for p in c.params]) is not None:
                 return None

@@ -180,7 +180,11 @@ def load_rows(cs: str, dialect_name: str, config: Config, rows: Iterable[tuple[s
         a = arts[name]
         img = json.loads(image)
         vals = pending.setdefault(name, [])
-        vals.extend(to_param(c.type, img.get(c.name)) for c in a.replicated)
+        vals.extend(
+            dialect.null_param(c.type) if v is None else to_param(c.type, v)
+            for c in a.replicated
+            for v in (img.get(c.name),)
+        )
         total += 1
         if len(vals) >= min(dialect.MAX_PARAMS_PER_BATCH, 1000 * len(a.replicated)):
             flush(name)

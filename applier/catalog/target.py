@@ -245,6 +245,6 @@ def read_target(spec: str, tables: Sequence[str] | None = None) -> Catalog:
         endpoint = target.endpoint()
         conn = pyodbc.connect(endpoint.connection_string, autocommit=True)
         try:
-            return read_connection(conn, endpoint.dialect_name, endpoint.redacted, tables)
+            return read_connection(conn, endpoint.dialect.language, endpoint.redacted, tables)
         finally:
             conn.close()

@@ -135,7 +135,11 @@ def _env(dialect: str) -> jinja2.Environment:
 class Dialect(SchemaStatements):
     """Base of the subscriber dialects. Subclasses fill the capability flags and mapping."""
 
-    name: ClassVar[str] = "base"
+    name: ClassVar[str] = "base"  # the registry's key (applier.dialects.DIALECTS)
+    language: ClassVar[str] = "base"  # the SQL it speaks: engines of one language share it
+    # A query answering one row whose first value is '1' on the engine this dialect is for, when
+    # it is one engine among others of its language (applier.dialects.for_server).
+    ENGINE_PROBE: ClassVar[str | None] = None
     template_dir: ClassVar[str] = ""
     MAX_PARAMS_PER_BATCH: ClassVar[int] = 30000
     TYPE_MAP: ClassVar[dict[str, str]] = {}
@@ -184,6 +188,10 @@ class Dialect(SchemaStatements):
         raise NotImplementedError
 
     # -- types -----------------------------------------------------------------------
+    def null_param(self, t: SqlType | None) -> Any:
+        """What a NULL of a column of type ``t`` binds as: None (the driver types it)."""
+        return None
+
     def type_sql(self, t: SqlType) -> str:
         try:
             pattern = self.TYPE_MAP[t.base]
@@ -201,7 +209,19 @@ class Dialect(SchemaStatements):
                 s, n = d.procedure.split(".", 1)
                 return s, n
             return article.proc_schema, d.procedure
-        return article.proc_schema, f"{_PREFIX[op]}{article.schema}{article.table}"
+        return article.proc_schema, self.safe_proc_name(f"{_PREFIX[op]}{article.schema}{article.table}")
+
+    # Characters the engine cannot hold in a procedure's name, however quoted (Babelfish: ]).
+    PROC_NAME_UNSAFE: ClassVar[str] = ""
+
+    def safe_proc_name(self, name: str) -> str:
+        """A generated procedure's name as the engine can hold it: unchanged where it can (SQL
+        Server, PostgreSQL); else each unsafe character as _, and a hash of the full name kept
+        so that two names never meet."""
+        if not any(ch in self.PROC_NAME_UNSAFE for ch in name):
+            return name
+        digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:8]
+        return "".join("_" if ch in self.PROC_NAME_UNSAFE else ch for ch in name) + "_" + digest
 
     def proc_ref(self, article: Article, op: str) -> str:
         s, n = self.proc_name(article, op)
@@ -321,7 +341,7 @@ class Dialect(SchemaStatements):
             digest = hashlib.sha1(base.encode("utf-8")).hexdigest()[:10]
             cut = base.encode("utf-8")[:48].decode("utf-8", "ignore")
             base = f"{cut}_{digest}"
-        return "applier", base
+        return "applier", self.safe_proc_name(base)
 
     def set_mask_name(self, article: Article) -> str:
         """JSON member carrying an update's changed-column mask: a name no column has."""
@@ -450,6 +470,10 @@ class Dialect(SchemaStatements):
     def split_script(self, text: str) -> list[str]:
         """A script -> statements to execute one by one (T-SQL splits on GO lines)."""
         return [text] if text.strip() else []
+
+    def rollback(self, conn: Any) -> None:
+        """Roll the connection's transaction back (every rollback of applier's goes here)."""
+        conn.rollback()
 
     def savepoint_sql(self, name: str) -> str:
         return f"SAVEPOINT {self.quote(name)}"

@@ -55,6 +55,7 @@ _LOST = ("08", "57P01", "57P02", "57P03")
 
 class PostgresDialect(Dialect):
     name: ClassVar[str] = "postgres"
+    language: ClassVar[str] = "postgres"
     template_dir: ClassVar[str] = "postgres"
     KNOWN_CODES: ClassVar[frozenset[str]] = frozenset(_BY_SQLSTATE)
     ODBC_DRIVER_HINTS: ClassVar[tuple[str, ...]] = ("postgres", "psqlodbc")

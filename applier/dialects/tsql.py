@@ -45,6 +45,7 @@ from applier.dialects.base import OPS, Classified, ConflictClass, Dialect
 ROW_NOT_FOUND = 20598
 ROW_NOT_FOUND_THROWN = 120598  # THROW's number in the stand-in sp_MSreplraiserror (support_sql)
 ROW_NOT_FOUND_PARAM3 = {"U": 13233, "D": 13234}  # sp_MSreplraiserror @param3, as SQL Server 2016+
+NO_TRANSACTION = 3903  # "The ROLLBACK TRANSACTION request has no corresponding BEGIN TRANSACTION"
 KEY_TEXT_WIDTH = 100  # @primarykey_text nvarchar(100), as SQL Server 2016+ declares it
 
 # native error number -> (class, transient)
@@ -111,6 +112,18 @@ def _constraint(native: int | None, message: str) -> str | None:
     return names[at] if len(names) > at else None
 
 
+def _json_escaped(ch: str) -> str:
+    """``ch`` in a JSON string: itself if a letter, a digit or _, else \\uXXXX (a UTF-16
+    surrogate pair beyond the Basic Multilingual Plane)."""
+    if ch.isalnum() or ch == "_":
+        return ch
+    code = ord(ch)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
 def native_code(message: str) -> int | None:
     """SQL Server's native error number as pyodbc prints it, or None (none, or 0)."""
     first = _RECORD_SEP_RE.split(message, maxsplit=1)[0]
@@ -123,6 +136,7 @@ def native_code(message: str) -> int | None:
 
 class TsqlDialect(Dialect):
     name: ClassVar[str] = "tsql"
+    language: ClassVar[str] = "tsql"
     template_dir: ClassVar[str] = "tsql"
     SCRIPT_SEPARATOR: ClassVar[str] = "\ngo\n"  # sqlcmd and SSMS run a script batch by batch
     STATEMENT_END: ClassVar[str] = ""
@@ -138,6 +152,32 @@ class TsqlDialect(Dialect):
     # SQL Server's own convention for a primary key's name; sysname is 128 characters.
     PRIMARY_KEY_NAME: ClassVar[str] = "PK_{table}"
     MAX_IDENTIFIER_BYTES: ClassVar[int] = 128
+
+    # -- the engine's capabilities: SQL Server's here, the reference text; an engine that
+    # speaks T-SQL but lacks one (applier.dialects.babelfish) turns its flag off, and the text
+    # takes another way only there (README, "SQL Server": each difference with its test).
+    # [a]]b] names a]b (QUOTENAME's escape).
+    BRACKET_ESCAPES: ClassVar[bool] = True
+    # OPENJSON ... WITH (c int N'$.c'): a path may be a Unicode literal.
+    JSON_PATH_UNICODE: ClassVar[bool] = True
+    # UPDATE t SET ... OUTPUT inserted.k INTO @found FROM tbl AS t JOIN @v AS v ON ...
+    UPDATE_OUTPUT_FROM_JOIN: ClassVar[bool] = True
+    # How the stand-in sp_MSreplraiserror raises 20598 (support_sql): THROW with the message
+    # SQL Server gives (as 120598), or RAISERROR(20598, 16, 1) where THROW from an sp_ procedure
+    # harms the session (Babelfish: current_user empty afterwards, in autocommit mode).
+    STAND_IN_THROWS: ClassVar[bool] = True
+    # ALTER TABLE ... ALTER COLUMN restates NULL / NOT NULL (SQL Server makes the column
+    # nullable otherwise); where the engine keeps it and refuses it restated, the type alone.
+    ALTER_COLUMN_RESTATES_NULL: ClassVar[bool] = True
+    # ALTER TABLE ... DROP COLUMN drops the column's indexes and constraints itself (PostgreSQL
+    # does; SQL Server refuses: drop_column.sql.j2 drops them first from the catalog).
+    DROP_COLUMN_DROPS_DEPENDENTS: ClassVar[bool] = False
+    # The view that says which session blocks which (controlled schedules' lock observation).
+    LOCK_WAITS_SQL: ClassVar[str] = (
+        "SELECT r.session_id, CAST(r.blocking_session_id AS varchar(12)) FROM sys.dm_exec_requests r "
+        "WHERE r.blocking_session_id <> 0 AND r.session_id IN ({marks})"
+    )
+
     # SQL Server's own names: a subscriber column has the publisher's type. timestamp and
     # rowversion values cannot be written, so a subscriber holds them as binary(8), as
     # SQL Server's snapshot scripts do unless the article asks to replicate timestamps.
@@ -177,13 +217,22 @@ class TsqlDialect(Dialect):
 
     # -- identifiers and literals ------------------------------------------------------
     def quote(self, ident: str) -> str:
-        """[ident] with ] doubled: the one quoting function (QUOTENAME's rule)."""
+        """[ident] with ] doubled: the one quoting function (QUOTENAME's rule). An engine whose
+        parser does not read ]] inside brackets (:attr:`BRACKET_ESCAPES`) gets a name holding ]
+        as "ident" (QUOTED_IDENTIFIER is ON on every ODBC connection); one holding both ] and "
+        it cannot name at all."""
         if "\x00" in ident:
             raise self.unsupported(f"identifier with a NUL character: {ident!r}")
         if ident == "":
             raise self.unsupported("empty identifier (SQL Server rejects [] names)")
         if len(ident) > _SYSNAME_MAX:
             raise self.unsupported(f"identifier longer than {_SYSNAME_MAX} characters: {ident[:40]!r}...")
+        if "]" in ident and not self.BRACKET_ESCAPES:
+            if '"' in ident:
+                raise self.unsupported(
+                    f'identifier with both ] and " (the engine reads neither escaped): {ident!r}'
+                )
+            return '"' + ident + '"'
         return "[" + ident.replace("]", "]]") + "]"
 
     def literal(self, text: str) -> str:
@@ -201,6 +250,16 @@ class TsqlDialect(Dialect):
                 raise self.unsupported(f"column type {t}: length must be 1..{_MAX_LENGTH[t.base]} or max")
         return super().type_sql(t)
 
+    def null_param(self, t: SqlType | None) -> Any:
+        """A binary column's NULL binds as binary (pyodbc.BinaryNull): FreeTDS cannot describe
+        parameters, so pyodbc binds a plain None as varchar, which converts to no binary type
+        implicitly (SQL Server: error 257; Babelfish: 206, "implicit casting is not allowed")."""
+        if t is not None and t.kind == "bytes":
+            import pyodbc
+
+            return pyodbc.BinaryNull
+        return None
+
     def param_type(self, t: SqlType | None, width: int = 1) -> str:
         """Declared type of a procedure parameter; None is the SCALL/MCALL bitmap."""
         return f"binary({width})" if t is None else self.type_sql(t)
@@ -213,6 +272,7 @@ class TsqlDialect(Dialect):
         ctx["param3"] = ROW_NOT_FOUND_PARAM3.get(op)
         ctx["command"] = OPS[op].upper()
         ctx["key_text_width"] = KEY_TEXT_WIDTH
+        ctx["json_row"] = self.json_row_name(article)
         return ctx
 
     def template_name(self, article: Article, op: str) -> str:
@@ -258,7 +318,13 @@ class TsqlDialect(Dialect):
         """The stand-in ``dbo.sp_MSreplraiserror`` where the server has none (module docstring):
         created only when neither ``sys`` nor ``dbo`` has one, through EXEC since CREATE
         PROCEDURE must open its batch."""
-        return [self.render("replraiserror.sql.j2", thrown=ROW_NOT_FOUND_THROWN).strip()]
+        return [
+            self.render(
+                "replraiserror.sql.j2",
+                thrown=ROW_NOT_FOUND_THROWN if self.STAND_IN_THROWS else None,
+                row_not_found=ROW_NOT_FOUND,
+            ).strip()
+        ]
 
     def _drop_if_exists_sql(self, article: Article, op: str) -> str:
         """The drop that opens an install script, as SQL Server's own scripts write it."""
@@ -311,6 +377,21 @@ class TsqlDialect(Dialect):
             "SET NOCOUNT ON",
         ]
 
+    def rollback(self, conn: Any) -> None:
+        """Roll back; where the server already did (XACT_ABORT ON, or an error Babelfish aborts
+        the transaction on), FreeTDS still asks it to and gets 3903 ("ROLLBACK can only be used
+        in transaction blocks"), then opens no transaction for what follows: the connection's
+        next statements would commit one by one (seen on Babelfish: an insert after it outlived
+        the next rollback). The transaction the driver believes open is begun here instead."""
+        import pyodbc
+
+        try:
+            conn.rollback()
+        except pyodbc.Error as e:
+            if native_code(str(e.args[1]) if len(e.args) > 1 else str(e)) != NO_TRANSACTION:
+                raise
+            conn.cursor().execute("IF @@TRANCOUNT = 0 BEGIN TRANSACTION")
+
     def release_savepoint_sql(self, name: str) -> str | None:
         return None  # T-SQL has no RELEASE: a savepoint lives until the transaction ends
 
@@ -340,11 +421,7 @@ class TsqlDialect(Dialect):
         return "SELECT @@SPID"
 
     def lock_waits_sql(self, sessions: int) -> str | None:
-        marks = ", ".join("?" for _ in range(sessions))
-        return (
-            "SELECT r.session_id, CAST(r.blocking_session_id AS varchar(12)) FROM sys.dm_exec_requests r "
-            f"WHERE r.blocking_session_id <> 0 AND r.session_id IN ({marks})"
-        )
+        return self.LOCK_WAITS_SQL.format(marks=", ".join("?" for _ in range(sessions)))
 
     # -- set-based apply and the skip policy --
     # Set-based apply (sql/tsql/set_apply.sql.j2, bulk_insert.sql.j2): the rows travel as one
@@ -377,9 +454,39 @@ class TsqlDialect(Dialect):
     # The error the skip policy's rollback raises when the savepoint cannot be rolled back to.
     SKIP_NOT_HONOURED: ClassVar[int] = 50000
 
+    # How a base64 member read as text becomes bytes, where OPENJSON ... WITH does not decode
+    # base64 into varbinary itself ({}: the member; None: it does, as SQL Server's does).
+    JSON_BASE64_DECODE: ClassVar[str | None] = None
+
     def json_type(self, t: SqlType) -> str:
         """The type OPENJSON ... WITH reads a column's JSON member as."""
+        if self.JSON_BASE64_DECODE and t.kind == "bytes":
+            return "nvarchar(max)"
         return self.JSON_READ_TYPES.get(t.base) or self.type_sql(t)
+
+    # Whether OPENJSON ... WITH gives a string member's text unescaped, as SQL Server does.
+    # Where it does not (Babelfish 4.3 returns x\"y for "x\"y", even for \u0022), the row's
+    # object is read too (AS JSON) and a string member is taken from it by JSON_TEXT_SQL ({row}:
+    # the object, {name}: the member's name as a literal).
+    JSON_TEXT_UNESCAPED: ClassVar[bool] = True
+    JSON_TEXT_SQL: ClassVar[str] = ""
+
+    def json_value(self, alias: str, c: dict[str, Any], row: str) -> str:
+        """The value of column ``c`` (a template column) in the OPENJSON row ``alias`` as the
+        column takes it; ``row``: the member holding the row's object where that is read."""
+        t: SqlType = c["col"].type
+        if self.JSON_BASE64_DECODE and t.kind == "bytes":
+            return self.JSON_BASE64_DECODE.format(f"{alias}.{c['q']}")
+        if not self.JSON_TEXT_UNESCAPED and t.kind == "str":
+            return self.JSON_TEXT_SQL.format(row=f"{alias}.{self.quote(row)}", name=self.literal(c["name"]))
+        return f"{alias}.{c['q']}"
+
+    def json_row_name(self, article: Article) -> str:
+        """The OPENJSON member holding a row's whole object: a name no column has."""
+        name = "_row"
+        while name in article.column_names:
+            name = "_" + name
+        return name
 
     def held_type(self, t: SqlType) -> str:
         """A set procedure's table variable column for a column of type t."""
@@ -392,6 +499,15 @@ class TsqlDialect(Dialect):
         import json
 
         return '$."' + json.dumps(name, ensure_ascii=False)[1:-1] + '"'
+
+    def json_path_literal(self, name: str) -> str:
+        """:meth:`json_path` as the literal OPENJSON ... WITH takes: N'...' (any name), or '...'
+        where the engine takes no Unicode literal there (:attr:`JSON_PATH_UNICODE`)."""
+        if self.JSON_PATH_UNICODE:
+            return self.literal(self.json_path(name))
+        # There (Babelfish) a space or a quote in a path also ends the engine's jsonpath text
+        # early: every character but a letter, a digit or _ travels as its JSON escape.
+        return "'$.\"" + "".join(_json_escaped(ch) for ch in name) + "\"'"
 
     def set_procedure_sql(self, article: Article, op: str) -> str | None:
         """drop-if-exists, GO, then the set procedure of op (one parameter, ``@rows

@@ -246,7 +246,7 @@ def probe(
             )
         finally:
             try:
-                conn.rollback()
+                dialect.rollback(conn)
             finally:
                 conn.close()
     return out

@@ -65,14 +65,16 @@ def statement_columns(article: Article, changed: Sequence[str] | None) -> tuple[
     return tuple(c.name for c in article.replicated if not c.identity and (ch is None or c.name in ch))
 
 
-def _conv(f: Callable[[Any], Any] | None, v: Any) -> Any:
-    return v if v is None or f is None else f(v)
+def _conv(f: Callable[[Any], Any] | None, v: Any, null: Any = None) -> Any:
+    if v is None:
+        return null
+    return v if f is None else f(v)
 
 
 class Parameters:
     """The bound values of one article's operation, in the seed's parameter order."""
 
-    def __init__(self, article: Article, op: str) -> None:
+    def __init__(self, article: Article, op: str, dialect: Dialect | None = None) -> None:
         self.article = article
         self.op = op
         self.syntax = article.delivery(op).syntax
@@ -80,17 +82,22 @@ class Parameters:
         self.cols = [(c.name, param_converter(c.type), c.type.is_lob) for c in cols]
         self.index = {c.name: i for i, c in enumerate(cols)}
         self.keys = [(c.name, param_converter(c.type)) for c in article.key_columns]
+        # what a NULL of each column binds as (Dialect.null_param: None, or a typed NULL)
+        null = dialect.null_param if dialect is not None else (lambda t: None)
+        self.nulls = [null(c.type) for c in cols]
+        self.key_nulls = [null(c.type) for c in article.key_columns]
         self.bitmaps: dict[tuple[str, ...], bytes] = {}
 
     def _pk(self, row: Row) -> tuple[Any, ...]:
         kb = row.get("key_before")
+        nulls = self.key_nulls
         if kb is not None:
-            return tuple(_conv(f, v) for (_, f), v in zip(self.keys, _loads(kb), strict=True))
+            return tuple(_conv(f, v, z) for (_, f), v, z in zip(self.keys, _loads(kb), nulls, strict=True))
         before = _loads(row["before"])
-        return tuple(_conv(f, before[n]) for n, f in self.keys)
+        return tuple(_conv(f, before[n], z) for (n, f), z in zip(self.keys, nulls, strict=True))
 
     def _image(self, image: Mapping[str, Any]) -> tuple[Any, ...]:
-        return tuple([_conv(f, image.get(n)) for n, f, _ in self.cols])
+        return tuple([_conv(f, image.get(n), z) for (n, f, _), z in zip(self.cols, self.nulls, strict=True)])
 
     def _bitmap(self, changed: tuple[str, ...]) -> bytes:
         b = self.bitmaps.get(changed)
@@ -105,7 +112,12 @@ class Parameters:
             return self._image(_loads(row["after"]))
         if syntax == Syntax.XCALL:
             before = _loads(row["before"])
-            old = tuple([None if lob else _conv(f, before.get(n)) for n, f, lob in self.cols])
+            old = tuple(
+                [
+                    z if lob else _conv(f, before.get(n), z)
+                    for (n, f, lob), z in zip(self.cols, self.nulls, strict=True)
+                ]
+            )
             return old if op == "D" else old + self._image(_loads(row["after"]))
         pk = self._pk(row)
         if op == "D":
@@ -113,11 +125,11 @@ class Parameters:
         after = _loads(row["after"])
         if syntax == Syntax.SCALL:
             changed = tuple(row["changed"] or ())
-            vals: list[Any] = [None] * len(self.cols)
+            vals: list[Any] = list(self.nulls)
             cols, index = self.cols, self.index
             for n in changed:
                 i = index[n]
-                vals[i] = _conv(cols[i][1], after.get(n))
+                vals[i] = _conv(cols[i][1], after.get(n), vals[i])
             return (*vals, *pk, self._bitmap(changed))
         new = self._image(after)
         if syntax == Syntax.MCALL:
@@ -133,7 +145,8 @@ class Parameters:
         if self.op == "D":
             return pk
         after = _loads(row["after"])
-        return tuple(_conv(self.cols[self.index[n]][1], after.get(n)) for n in set_cols) + pk
+        index, cols, nulls = self.index, self.cols, self.nulls
+        return tuple(_conv(cols[index[n]][1], after.get(n), nulls[index[n]]) for n in set_cols) + pk
 
 
 PROCEDURE_SYNTAXES = (Syntax.CALL, Syntax.SCALL, Syntax.MCALL, Syntax.XCALL)
@@ -149,10 +162,13 @@ class Values(Protocol):
         ...
 
 
-def _pylist(f: Callable[[Any], Any] | None, values: pa.Array) -> list[Any]:
-    """Values as the per-row planner binds them: converted by the column's converter."""
+def _pylist(f: Callable[[Any], Any] | None, values: pa.Array, null: Any = None) -> list[Any]:
+    """Values as the per-row planner binds them: converted by the column's converter, a NULL
+    as the column's NULL binds (:meth:`Dialect.null_param`)."""
     out: list[Any] = values.to_pylist()
-    return out if f is None else [None if v is None else f(v) for v in out]
+    if f is None:
+        return out if null is None or not values.null_count else [null if v is None else v for v in out]
+    return [null if v is None else f(v) for v in out]
 
 
 def _flat(columns: Sequence[Sequence[Any]]) -> list[Any]:
@@ -168,8 +184,8 @@ class FastParameters:
     def __init__(self, p: Parameters) -> None:
         self.p = p
         vc = value_columns(p.article)
-        self.after = [(name, f) for name, (_, f, _) in zip(vc.after, p.cols, strict=True)]
-        self.key = [(name, f) for name, (_, f) in zip(vc.key, p.keys, strict=True)]
+        self.after = [(name, f, z) for name, (_, f, _), z in zip(vc.after, p.cols, p.nulls, strict=True)]
+        self.key = [(name, f, z) for name, (_, f), z in zip(vc.key, p.keys, p.key_nulls, strict=True)]
         op = p.op
         # what the rows must carry for their values to be these: the texts the per-row
         # planner reads (a missing one raises there, so those rows go that way)
@@ -182,7 +198,7 @@ class FastParameters:
         self.masks: dict[str, tuple[tuple[bool, ...], bytes]] = {}
 
     def usable(self, rows: Values) -> bool:
-        return all(rows.has(name) for name, _ in self.after + self.key)
+        return all(rows.has(name) for name, _, _ in self.after + self.key)
 
     def _mask(self, key: str) -> tuple[tuple[bool, ...], bytes]:
         """Which columns a changed set (its names joined by NUL) sets, and its bitmap."""
@@ -201,11 +217,11 @@ class FastParameters:
         if any(rows.arrow(n, start, stop).null_count for n in self.needs):
             return None
         p, op = self.p, self.p.op
-        key = [] if op == "I" else [_pylist(f, rows.arrow(name, start, stop)) for name, f in self.key]
+        key = [] if op == "I" else [_pylist(f, rows.arrow(name, start, stop), z) for name, f, z in self.key]
         if op == "D":
             return _flat(key)
         if op == "I" or p.syntax == Syntax.CALL:
-            return _flat([_pylist(f, rows.arrow(name, start, stop)) for name, f in self.after] + key)
+            return _flat([_pylist(f, rows.arrow(name, start, stop), z) for name, f, z in self.after] + key)
         # SCALL, MCALL: per row its changed set (NULL: none, as an empty one), as an index into
         # the distinct sets of the run
         changed = pc.fill_null(pc.binary_join(rows.arrow("changed", start, stop), "\x00"), "")
@@ -215,14 +231,14 @@ class FastParameters:
         bitmaps = list(map([m[1] for m in sets].__getitem__, which.to_pylist()))
         if p.syntax == Syntax.MCALL:
             return _flat(
-                [_pylist(f, rows.arrow(name, start, stop)) for name, f in self.after] + key + [bitmaps]
+                [_pylist(f, rows.arrow(name, start, stop), z) for name, f, z in self.after] + key + [bitmaps]
             )
         # SCALL: the changed values only, the others NULL
         after = []
-        for i, (name, f) in enumerate(self.after):
+        for i, (name, f, z) in enumerate(self.after):
             chosen = pc.take(pa.array([m[0][i] for m in sets], pa.bool_()), which)
             values = rows.arrow(name, start, stop)
-            after.append(_pylist(f, pc.if_else(chosen, values, pa.scalar(None, values.type))))
+            after.append(_pylist(f, pc.if_else(chosen, values, pa.scalar(None, values.type)), z))
         return _flat([*after, *key, bitmaps])
 
 
@@ -236,7 +252,7 @@ class CompiledPlan:
         self.article = article
         self.op = op
         self.syntax = article.delivery(op).syntax
-        self.parameters = Parameters(article, op)
+        self.parameters = Parameters(article, op, dialect)
         self.sql = dialect.call_sql(article, op) if self.syntax in PROCEDURE_SYNTAXES else None
         self.statements: dict[tuple[str, ...], str] = {}
         self.set_sql = dialect.set_call_sql(article, op) if dialect.set_eligible(article, op) else None

@@ -24,7 +24,7 @@ from applier.plan.calls import Planner
 
 def literal(dialect: Dialect, value: Any) -> str:
     """A bound value as a SQL literal of the dialect."""
-    tsql = dialect.name == "tsql"
+    tsql = dialect.language == "tsql"
     if value is None:
         return "NULL"
     if isinstance(value, bool):
@@ -138,7 +138,7 @@ def interleaved(
         "-- applier's progress rows are not needed and left out.",
         "",
     ]
-    begin = "BEGIN TRANSACTION" if dialect.name == "tsql" else "BEGIN"
+    begin = "BEGIN TRANSACTION" if dialect.language == "tsql" else "BEGIN"
     end = dialect.STATEMENT_END
     open_tx: set[int] = set()
     for st in schedule:

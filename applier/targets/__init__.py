@@ -3,7 +3,8 @@
 - :class:`Target` (``base``): what a user names; one class per backend, registered here by
   name: ``embedded`` (default: a throwaway PostgreSQL cluster from the local binaries),
   ``postgres-container`` and ``mssql`` (``containers``: PostgreSQL or SQL Server 2022 through
-  testcontainers, where a Docker engine is reachable), ``odbc`` (any database by connection
+  testcontainers, where a Docker engine is reachable), ``babelfish`` (a throwaway Babelfish:
+  T-SQL over TDS, from a local build), ``odbc`` (any database by connection
   string);
 - :class:`Endpoint` (``endpoint``): one reachable database of a target, what stream tasks get;
 - ``connection``: connecting with the dialect's session set-up, retry policies as data;
@@ -12,6 +13,7 @@
 
 from __future__ import annotations
 
+from applier.targets.babelfish import EmbeddedBabelfish
 from applier.targets.base import BACKENDS, Target
 from applier.targets.containers import PostgresContainer, SqlServerContainer
 from applier.targets.embedded import EmbeddedPostgres
@@ -21,6 +23,7 @@ from applier.targets.odbc import OdbcTarget
 BACKENDS.update(
     {
         "embedded": EmbeddedPostgres,
+        "babelfish": EmbeddedBabelfish,
         "odbc": OdbcTarget,
         "postgres-container": PostgresContainer,
         "mssql": SqlServerContainer,

@@ -40,6 +40,11 @@ class Target(abc.ABC):
         return BACKENDS["embedded"](**settings)
 
     @staticmethod
+    def babelfish(**settings: Any) -> Target:
+        """A throwaway Babelfish (T-SQL over TDS) from a local build ($APPLIER_BABELFISH)."""
+        return BACKENDS["babelfish"](**settings)
+
+    @staticmethod
     def odbc(connection_string: str) -> Target:
         """An existing database, by ODBC connection string."""
         return BACKENDS["odbc"](connection_string)
@@ -56,7 +61,7 @@ class Target(abc.ABC):
 
     @staticmethod
     def parse(spec: str | None, keep: bool = False) -> Target:
-        """``embedded``, ``postgres-container``, ``mssql``, or an ODBC connection string.
+        """``embedded``, ``babelfish``, ``postgres-container``, ``mssql``, or an ODBC connection string.
         ``None``: the ``APPLIER_TARGET`` environment variable if it is set (CI keeps the
         connection string and its password in a secret), else ``embedded``. ``keep``: the
         embedded server stays up after the run."""
@@ -68,12 +73,14 @@ class Target(abc.ABC):
         text = (spec or "embedded").strip()
         if text == "embedded":
             return Target.embedded(keep=keep)
+        if text == "babelfish":
+            return Target.babelfish(keep=keep)
         if text in ("postgres-container", "mssql"):
             return BACKENDS[text]()
         if "=" not in text and re.fullmatch(r"[\w.\-]{1,40}", text):  # a misspelt name? (a word: no secret)
             import difflib
 
-            names = ["embedded", "postgres-container", "mssql"]
+            names = ["embedded", "babelfish", "postgres-container", "mssql"]
             close = difflib.get_close_matches(text.lower(), names, n=1, cutoff=0.6)
             hint = f"did you mean {close[0]!r}?" if close else f"the names are {', '.join(names)}"
             raise TargetError(

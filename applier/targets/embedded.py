@@ -11,24 +11,22 @@ unprivileged account (``postgres`` where Debian's package created it, else ``nob
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import ipaddress
 import os
 import pwd
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from applier import leftovers
 from applier.errors import TargetError
 from applier.targets.base import Target
+from applier.targets.cluster import ServerProcess, free_port, unprivileged_user, write_settings
 from applier.targets.connstr import add_secret, redact
 
 _DEBIAN_GLOB = "/usr/lib/postgresql/*/bin"
@@ -59,13 +57,6 @@ def find_pg_bindir() -> Path:
         "no PostgreSQL server binaries found (looked at pg_config --bindir and "
         f"{_DEBIAN_GLOB}); install Debian's postgresql package or run `make setup`"
     )
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 # -- listening beyond loopback (--listen) -------------------------------------------------------
@@ -165,29 +156,15 @@ def server_settings(
 
 def write_config(datadir: Path, settings: dict[str, str], hba: list[str]) -> None:
     """Append the settings to postgresql.auto.conf and the lines to pg_hba.conf."""
-    with open(datadir / "postgresql.auto.conf", "a", encoding="utf-8") as f:
-        for k, v in settings.items():
-            f.write(f"{k} = '{v}'\n")
+    write_settings(datadir, settings)
     if hba:
         with open(datadir / "pg_hba.conf", "a", encoding="utf-8") as f:
             f.write("\n# applier --listen: other hosts, password (SCRAM-SHA-256) only\n")
             f.writelines(line + "\n" for line in hba)
 
 
-def _unprivileged_user() -> pwd.struct_passwd | None:
-    """The account the server runs as, or None when we are not root."""
-    if os.geteuid() != 0:
-        return None
-    for name in ("postgres", "nobody"):
-        try:
-            return pwd.getpwnam(name)
-        except KeyError:
-            continue
-    raise TargetError("running as root and neither a 'postgres' nor a 'nobody' account exists")
-
-
 @dataclass
-class EmbeddedPostgres(Target):
+class EmbeddedPostgres(ServerProcess, Target):
     """One throwaway cluster. Use as a context manager or call start()/stop()."""
 
     database: str = "applier"
@@ -204,6 +181,7 @@ class EmbeddedPostgres(Target):
     _root: Path | None = None
     _proc: subprocess.Popen[bytes] | None = None
     _runas: pwd.struct_passwd | None = None
+    label = "embedded PostgreSQL"
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self) -> EmbeddedPostgres:
@@ -212,24 +190,21 @@ class EmbeddedPostgres(Target):
         bindir = find_pg_bindir()
         remote = not is_loopback(self.listen)
         server = advertised_address(self.listen)  # a wildcard on a host without an address fails here
-        self._runas = _unprivileged_user()
+        self._runas = unprivileged_user()
         leftovers.clean()  # clusters and folders of runs that were killed (kill -9) go first
         self._root = leftovers.owned_dir("applier-pg-")
         os.chmod(self._root, 0o755)
         self.datadir = self._root / "data"
         sockdir = self._root / "sock"
         sockdir.mkdir()
-        if self._runas is not None:
-            for p in (self._root, sockdir):
-                os.chown(p, self._runas.pw_uid, self._runas.pw_gid)
+        self._own(self._root, sockdir)
         if remote:
             self._password = secrets.token_urlsafe(24)
             add_secret(self._password)
         pwfile = self._root / "pw"
         pwfile.touch(mode=0o600)
         pwfile.write_text(self._password + "\n")
-        if self._runas is not None:
-            os.chown(pwfile, self._runas.pw_uid, self._runas.pw_gid)
+        self._own(pwfile)
         self._run(
             [
                 str(bindir / "initdb"),
@@ -255,17 +230,9 @@ class EmbeddedPostgres(Target):
         )
         settings.update(self.extra_settings)
         write_config(self.datadir, settings, hba_lines(self.listen))
-        logfile = open(self._root / "server.log", "ab")  # noqa: SIM115 - lives as long as the server
-        self._proc = subprocess.Popen(
-            [str(bindir / "postgres"), "-D", str(self.datadir)],
-            stdout=logfile,
-            stderr=subprocess.STDOUT,
-            preexec_fn=self._demote(),
-            start_new_session=True,  # Ctrl-C in the terminal reaches us, not the server
-        )
-        atexit.register(self.stop)
-        self._install_signal_handlers()
-        self._wait_ready(bindir)
+        self._spawn([str(bindir / "postgres"), "-D", str(self.datadir)])
+        isready = [str(bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)]
+        self._wait_ready(lambda: subprocess.run(isready, capture_output=True).returncode == 0)
         self._run(
             [
                 str(bindir / "createdb"),
@@ -280,25 +247,6 @@ class EmbeddedPostgres(Target):
             env={"PGPASSWORD": self.password},
         )
         return self
-
-    def stop(self) -> None:
-        if self.keep:
-            return
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGINT)  # fast shutdown
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        if self._root is not None:
-            shutil.rmtree(self._root, ignore_errors=True)
-            self._root = None
-
-    @property
-    def started(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
 
     # -- connection --------------------------------------------------------------
     @property
@@ -359,67 +307,6 @@ class EmbeddedPostgres(Target):
             env={"PGPASSWORD": self.password},
         )
         return self.connection_string(name)
-
-    # -- internals ---------------------------------------------------------------
-    def _demote(self) -> Callable[[], None] | None:
-        runas = self._runas
-        if runas is None:
-            return None
-
-        def demote() -> None:
-            os.setgid(runas.pw_gid)
-            os.setuid(runas.pw_uid)
-
-        return demote
-
-    def _run(self, cmd: list[str], env: dict[str, str] | None = None) -> None:
-        full_env = dict(os.environ)
-        full_env.update(env or {})
-        full_env["LC_ALL"] = "C"
-        res = subprocess.run(
-            cmd,
-            capture_output=True,
-            text=True,
-            preexec_fn=self._demote(),
-            env=full_env,
-            cwd=str(self._root),
-            timeout=120,
-        )
-        if res.returncode != 0:
-            raise TargetError(f"{Path(cmd[0]).name} failed ({res.returncode}): {res.stderr.strip()[-2000:]}")
-
-    def _wait_ready(self, bindir: Path) -> None:
-        assert self._root is not None and self._proc is not None
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                log = (self._root / "server.log").read_text(errors="replace")[-2000:]
-                raise TargetError(f"embedded PostgreSQL exited at start-up:\n{log}")
-            res = subprocess.run(
-                [str(bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)], capture_output=True
-            )
-            if res.returncode == 0:
-                return
-            time.sleep(0.1)
-        raise TargetError("embedded PostgreSQL did not become ready within 60 s")
-
-    def _install_signal_handlers(self) -> None:
-        # Only the main thread may install handlers; elsewhere atexit is what we have.
-        import threading
-
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            previous = signal.getsignal(sig)
-
-            def handler(signum: int, frame: object, previous: object = previous) -> None:
-                self.stop()
-                if callable(previous):
-                    previous(signum, frame)
-                raise SystemExit(128 + signum)
-
-            with contextlib.suppress(ValueError):
-                signal.signal(sig, handler)
 
 
 @contextlib.contextmanager

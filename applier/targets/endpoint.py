@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from applier.dialects import DIALECTS
+from applier.dialects import DIALECTS, for_server
 from applier.dialects.base import Dialect
 from applier.errors import TargetError
 from applier.targets.connection import CONNECT, RetryPolicy, connect
@@ -55,5 +55,8 @@ def preflight(cs: str, description: str | None = None, timeout_s: int = 10) -> E
     except pyodbc.Error as e:
         msg = redact(str(e.args[1] if len(e.args) > 1 else e))
         raise TargetError(f"cannot reach the target {redact(cs)}: {msg}") from None
-    conn.close()
+    try:
+        dialect = for_server(dialect, conn.cursor())  # the engine, as the server names itself
+    finally:
+        conn.close()
     return Endpoint(full, dialect.name, description or redact(cs))

@@ -494,7 +494,7 @@ class MssqlCdcFormat(Format):
         conn = _connect(cs, shown)
         try:
             cur = conn.cursor()
-            article = self._source_article(cur, dialect.name, ci, shown)
+            article = self._source_article(cur, dialect.language, ci, shown)
             try:
                 cur.execute(f"SELECT * FROM {table} WHERE 1 = 0")
             except Exception as e:  # noqa: BLE001 - the driver's error, said with the table

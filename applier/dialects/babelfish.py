@@ -1,0 +1,69 @@
+"""Babelfish for PostgreSQL: the T-SQL dialect on an engine that speaks T-SQL over TDS.
+
+Babelfish (AWS; the engine behind Aurora PostgreSQL's Babelfish) runs T-SQL on PostgreSQL.
+applier's T-SQL is SQL Server's, the reference; where Babelfish 4.3 lacks what SQL Server has,
+this class turns a capability flag of :class:`~applier.dialects.tsql.TsqlDialect` off and the
+text takes another way there only. Every difference, with the test that shows it, is in the
+README's "SQL Server" section:
+
+- ``]]`` inside a bracketed name is a syntax error: a name holding ``]`` is written
+  ``"a]b"`` (QUOTED_IDENTIFIER is on for ODBC connections); a name holding both ``]`` and
+  ``"`` cannot be written (``object_id`` does not resolve ``"a""b"`` either);
+- a procedure whose name holds ``]`` cannot be created, bracketed or double-quoted (the
+  engine's own GRANT after CREATE PROCEDURE fails on it): a generated name holding one has it
+  as ``_``, with a hash of the full name (:meth:`~applier.dialects.base.Dialect.safe_proc_name`);
+- ``OPENJSON ... WITH (c int N'$.c')``: a Unicode path literal is a syntax error, ``'$.c'``
+  works (non-ASCII names included), and a ``'`` in a path ends the engine's jsonpath text
+  early (in a procedure, or with a bound JSON): it travels as ``\u0027``;
+- ``OPENJSON ... WITH (b varbinary(max) '$.b')`` does not decode base64 (the text's bytes
+  arrive) and can break the TDS stream: binary members are read as text and decoded with
+  PostgreSQL's ``decode(..., 'base64')``, which Babelfish's T-SQL reaches;
+- ``OPENJSON ... WITH`` (and ``JSON_VALUE``) gives a string member still escaped: ``x\"y``
+  for ``"x\"y"`` (``\u0022`` too; ``\\``, ``\n`` and ``\t`` alike): the row's object is read
+  as well (``'$' AS JSON``) and a string member taken from it by PostgreSQL's
+  ``json_extract_path_text``, which unescapes;
+- ``UPDATE t ... OUTPUT ... INTO @t FROM tbl AS t JOIN @v AS v``: "missing FROM-clause entry
+  for table v"; the set-based update finds the rows it missed by the key instead;
+- ``THROW`` from an ``sp_`` procedure that touched a table leaves an autocommit session with an
+  empty ``current_user``: the stand-in ``sp_MSreplraiserror`` raises
+  ``RAISERROR(20598, 16, 1)`` (the build's patch lets numbers from 13000 through), so the
+  message carries the number but not the table and key text;
+- ``ALTER TABLE ... ALTER COLUMN c type NULL | NOT NULL`` is refused ("not currently
+  supported"); without it the column keeps its nullability, as in PostgreSQL: the retype
+  gives the type alone;
+- ``ALTER TABLE ... DROP COLUMN`` drops the column's indexes and constraints itself, as
+  PostgreSQL does (and ``sys.stats_columns``, which SQL Server's drop script reads, does not
+  exist): the drop is the ALTER alone;
+- no ``sys.dm_exec_requests``: which session blocks which is read from PostgreSQL's
+  ``pg_locks`` and ``pg_blocking_pids`` (``@@SPID`` is the backend's pid).
+
+The engine is found by asking the server (``SERVERPROPERTY('Babelfish')``,
+:func:`applier.dialects.for_server`), never from a connection string's text.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from applier.dialects.tsql import TsqlDialect
+
+
+class BabelfishDialect(TsqlDialect):
+    name: ClassVar[str] = "babelfish"
+    # 1 on Babelfish, NULL on SQL Server (an unknown property: "SERVERPROPERTY (Transact-SQL)");
+    # cast, since FreeTDS cannot read sql_variant.
+    ENGINE_PROBE: ClassVar[str | None] = "SELECT CAST(SERVERPROPERTY('Babelfish') AS nvarchar(10))"
+    BRACKET_ESCAPES: ClassVar[bool] = False
+    JSON_PATH_UNICODE: ClassVar[bool] = False
+    UPDATE_OUTPUT_FROM_JOIN: ClassVar[bool] = False
+    STAND_IN_THROWS: ClassVar[bool] = False
+    PROC_NAME_UNSAFE: ClassVar[str] = "]"
+    ALTER_COLUMN_RESTATES_NULL: ClassVar[bool] = False
+    JSON_BASE64_DECODE: ClassVar[str | None] = "cast(decode({}, 'base64') as varbinary(max))"
+    JSON_TEXT_UNESCAPED: ClassVar[bool] = False
+    JSON_TEXT_SQL: ClassVar[str] = "json_extract_path_text(cast({row} as json), {name})"
+    DROP_COLUMN_DROPS_DEPENDENTS: ClassVar[bool] = True
+    LOCK_WAITS_SQL: ClassVar[str] = (
+        "SELECT DISTINCT l.pid, CAST(pg_blocking_pids(l.pid) AS varchar(4000)) FROM pg_catalog.pg_locks l "
+        "WHERE l.granted = 0 AND l.pid IN ({marks})"
+    )
