@@ -35,8 +35,23 @@ def target(pg):  # type: ignore[no-untyped-def]
     return pg.endpoint()
 
 
+@pytest.fixture(scope="session")
+def babelfish() -> Iterator[object]:
+    """One embedded Babelfish (T-SQL over TDS) for the session: the tsql suite's engine. Skips,
+    naming $APPLIER_BABELFISH, where no build is found."""
+    from applier.targets.babelfish import EmbeddedBabelfish, available
+
+    ok, why = available()
+    if not ok:
+        pytest.skip(why)
+    server = EmbeddedBabelfish().start()
+    yield server
+    server.stop()
+
+
 TARGETS = [
     pytest.param("embedded", id="embedded"),
+    pytest.param("babelfish", id="babelfish", marks=pytest.mark.tsql),
     pytest.param("postgres-container", id="postgres-container", marks=pytest.mark.docker),
     pytest.param("mssql", id="mssql", marks=pytest.mark.docker),
 ]
@@ -44,9 +59,12 @@ TARGETS = [
 
 @pytest.fixture(scope="session", params=TARGETS)
 def any_target(request, pg):  # type: ignore[no-untyped-def]
-    """Every kind of subscriber: the embedded PostgreSQL here, containers where Docker runs."""
+    """Every kind of subscriber: the embedded PostgreSQL and Babelfish here, containers where
+    Docker runs."""
     if request.param == "embedded":
         return pg.endpoint()
+    if request.param == "babelfish":
+        return request.getfixturevalue("babelfish").endpoint()
     from applier.targets import Target
     from applier.targets.containers import docker_available
 
