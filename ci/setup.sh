@@ -12,7 +12,9 @@ PYTHON=${PYTHON:-python3}
 # unixodbc + odbc-postgresql: the ODBC manager and psqlODBC; tdsodbc: FreeTDS for SQL Server;
 # postgresql: server binaries for the embedded subscriber; a Java runtime for Spark;
 # chromium: headless, it renders the HTML report in tests/integration/test_html_chromium.py.
-pkgs=(unixodbc odbc-postgresql tdsodbc postgresql chromium)
+# libossp-uuid16 and zstd: the embedded Babelfish (applier.targets.babelfish) needs the first at
+# run time (its uuid-ossp) and the second to unpack its .tar.zst build.
+pkgs=(unixodbc odbc-postgresql tdsodbc postgresql chromium libossp-uuid16 zstd)
 command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)
 missing=()
 for p in "${pkgs[@]}"; do

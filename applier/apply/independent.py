@@ -236,7 +236,7 @@ def _commit(sender: Sender, progress: _Progress, stream: int, lsn: int) -> Failu
         sender.commit()
         return None
     except Exception as e:  # noqa: BLE001 - pyodbc's errors, classified below
-        c = sender.dialect.classify(e)
+        c = sender.classify(e)
         if not c.connection_lost:
             raise
     sender.renew()

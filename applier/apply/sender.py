@@ -25,7 +25,7 @@ from applier.apply.bulk import BulkCall, bulk_calls
 from applier.apply.gate import GateClient
 from applier.apply.locate import culprit, same_kind
 from applier.apply.share import Share
-from applier.dialects.base import Dialect
+from applier.dialects.base import Classified, Dialect
 from applier.plan.calls import Call, Planner
 from applier.records.schema import SHARE_FIELDS
 from applier.targets.connection import RENEW, RetryPolicy
@@ -237,7 +237,7 @@ class Sender:
         try:
             action()
         except Exception as e:
-            c = self.dialect.classify(e)
+            c = self.classify(e)
             result = {"class": c.cls.value, "code": c.code, "message": short(c.message, 200)}
             raise
         finally:
@@ -267,7 +267,28 @@ class Sender:
 
     def lost(self, exc: BaseException) -> bool:
         """Whether ``exc`` says the connection is gone."""
-        return self.dialect.classify(exc).connection_lost
+        return self.classify(exc).connection_lost
+
+    def classify(self, exc: BaseException) -> Classified:
+        """The dialect's class of ``exc``; an error the driver could not name
+        (:meth:`Dialect.ambiguous`) is a lost connection when the connection no longer answers."""
+        c = self.dialect.classify(exc)
+        if c.connection_lost or not self.dialect.ambiguous(c) or self._answers():
+            return c
+        return dataclasses.replace(c, transient=True, connection_lost=True)
+
+    def _answers(self) -> bool:
+        """Whether the connection still runs a statement (an error that is not a lost
+        connection is an answer too: the session is there)."""
+        import pyodbc
+
+        try:
+            cur = self.conn.cursor()
+            cur.execute("SELECT 1")
+            cur.fetchall()
+            return True
+        except pyodbc.Error as e:
+            return not self.dialect.classify(e).connection_lost
 
     def read(self, fn: Callable[[], T]) -> T:
         """``fn()``, a read on :attr:`conn`, then a commit; when the connection is lost on the
@@ -537,7 +558,7 @@ class Sender:
             while self.dialect.ERRORS_IN_LATER_RESULTS and cur.nextset():
                 pass
         except pyodbc.Error as e:
-            c = self.dialect.classify(e).keyed(self.primary_keys)
+            c = self.classify(e).keyed(self.primary_keys)
             # One command: it raised (a lost connection is nobody's); more: see _blamed.
             culprit = first if n_commands == 1 and not c.connection_lost else None
             return Failure(
@@ -670,7 +691,7 @@ class Sender:
             while self.dialect.ERRORS_IN_LATER_RESULTS and cur.nextset():
                 pass
         except pyodbc.Error as e:
-            c = self.dialect.classify(e).keyed(self.primary_keys)
+            c = self.classify(e).keyed(self.primary_keys)
             if c.connection_lost:
                 raise _Lost(c.message) from None
             return c.cls.value
@@ -809,7 +830,7 @@ def commit_surely(
             sender.commit()
             return
         except Exception as e:  # noqa: BLE001 - pyodbc's errors, classified below
-            if not sender.dialect.classify(e).connection_lost:
+            if not sender.classify(e).connection_lost:
                 raise
         sender.renew()
         if sender.read(landed):

@@ -212,14 +212,19 @@ def _controlled(
             job.streams, monitor, job.endpoint.dialect, job.schedule, laid_out.count(), host=host, bind=bind
         )
         gate.start()
+        failed: BaseException | None = None
         try:
             task = make_task(job, gate.address)
             events = laid_out.mapInArrow(task, EVENT_SCHEMA, barrier=True)
             write_run_parquet(events, out_path)
+        except Exception as e:  # noqa: BLE001 - the scheduler's own error says more, when it has one
+            failed = e
         finally:
             gate.stop()
-        if gate.error is not None:
+        if gate.error is not None:  # the streams lost the scheduler: its error is the cause
             raise TargetError(f"the controlled schedule failed: {gate.error}") from gate.error
+        if failed is not None:
+            raise failed
     finally:
         with contextlib.suppress(Exception):
             monitor.close()

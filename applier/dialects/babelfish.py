@@ -34,8 +34,21 @@ README's "SQL Server" section:
 - ``ALTER TABLE ... DROP COLUMN`` drops the column's indexes and constraints itself, as
   PostgreSQL does (and ``sys.stats_columns``, which SQL Server's drop script reads, does not
   exist): the drop is the ALTER alone;
+- no ``hierarchyid`` type: such a column is ``nvarchar(4000)`` holding the canonical text form
+  (``/1/2/``), as on PostgreSQL;
+- a duplicate key carries 2627 for any unique index (SQL Server: 2601 for a unique index that
+  is not a constraint) with PostgreSQL's text, the constraint's name in double quotes and in
+  lower case: the name is read there, and compared without case;
+- a lock timeout (``SET LOCK_TIMEOUT``) arrives as 33557097, the number Babelfish gives every
+  error it does not map ("canceling statement due to lock timeout"), so it is counted as
+  ``other``, not ``lock_timeout``, and not retried as transient; the round resets all the same;
+- ``WAITFOR`` is not supported;
 - no ``sys.dm_exec_requests``: which session blocks which is read from PostgreSQL's
-  ``pg_locks`` and ``pg_blocking_pids`` (``@@SPID`` is the backend's pid).
+  ``pg_locks`` and ``pg_blocking_pids`` (``@@SPID`` is the backend's pid). A waiting
+  statement is not cancelled by the scheduler, as on SQL Server: ``pg_cancel_backend`` is
+  refused ("permission denied to cancel query": a T-SQL session runs as its database's user,
+  which may not signal the login's backends), so the server's deadlock detection (1205) and
+  the lock timeout decide.
 
 The engine is found by asking the server (``SERVERPROPERTY('Babelfish')``,
 :func:`applier.dialects.for_server`), never from a connection string's text.
@@ -43,9 +56,14 @@ The engine is found by asking the server (``SERVERPROPERTY('Babelfish')``,
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 from applier.dialects.tsql import TsqlDialect
+
+# A duplicate's message is PostgreSQL's: duplicate key value violates unique constraint "name"
+# (the name as Babelfish stores it: lower case), numbered 2627 for every unique index.
+_PG_NAMED = re.compile(r'"(.*)"')
 
 
 class BabelfishDialect(TsqlDialect):
@@ -63,7 +81,14 @@ class BabelfishDialect(TsqlDialect):
     JSON_TEXT_UNESCAPED: ClassVar[bool] = False
     JSON_TEXT_SQL: ClassVar[str] = "json_extract_path_text(cast({row} as json), {name})"
     DROP_COLUMN_DROPS_DEPENDENTS: ClassVar[bool] = True
+    # no hierarchyid type ("not currently supported"): its text form, as PostgreSQL stores it
+    TYPE_MAP: ClassVar[dict[str, str]] = {**TsqlDialect.TYPE_MAP, "hierarchyid": "nvarchar(4000)"}
+    CONSTRAINT_NAMED_AT: ClassVar[dict[int, tuple[re.Pattern[str], int]]] = {
+        **TsqlDialect.CONSTRAINT_NAMED_AT,
+        2627: (_PG_NAMED, 0),
+        2601: (_PG_NAMED, 0),
+    }
     LOCK_WAITS_SQL: ClassVar[str] = (
         "SELECT DISTINCT l.pid, CAST(pg_blocking_pids(l.pid) AS varchar(4000)) FROM pg_catalog.pg_locks l "
-        "WHERE l.granted = 0 AND l.pid IN ({marks})"
+        "WHERE CAST(l.granted AS int) = 0 AND l.pid IN ({marks})"
     )

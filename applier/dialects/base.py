@@ -65,7 +65,8 @@ class Classified:
         names :meth:`Dialect.primary_key_name` gave the tables' primary keys) is duplicate_key,
         any other unique index or constraint unique_index."""
         dup = self.cls is ConflictClass.DUPLICATE_KEY
-        if dup and self.constraint and self.constraint not in primary_keys:
+        # without case: Babelfish names a constraint in lower case ([PK_t] is pk_t there)
+        if dup and self.constraint and self.constraint.casefold() not in {p.casefold() for p in primary_keys}:
             return dataclasses.replace(self, cls=ConflictClass.UNIQUE_INDEX)
         return self
 
@@ -186,6 +187,12 @@ class Dialect(SchemaStatements):
 
     def classify(self, exc: BaseException) -> Classified:
         raise NotImplementedError
+
+    def ambiguous(self, c: Classified) -> bool:
+        """Whether ``c`` is an error the driver could not name, which a session the server
+        ended can also look like: the sender then asks the connection whether it still answers
+        (``Sender.classify``)."""
+        return False
 
     # -- types -----------------------------------------------------------------------
     def null_param(self, t: SqlType | None) -> Any:

@@ -104,10 +104,12 @@ _NAMED_AT: dict[int, tuple[re.Pattern[str], int]] = {
 }
 
 
-def _constraint(native: int | None, message: str) -> str | None:
-    if native not in _NAMED_AT:
+def _constraint(
+    native: int | None, message: str, named_at: dict[int, tuple[re.Pattern[str], int]]
+) -> str | None:
+    if native not in named_at:
         return None
-    quoted, at = _NAMED_AT[native]
+    quoted, at = named_at[native]
     names = quoted.findall(_RECORD_SEP_RE.split(message, maxsplit=1)[0])
     return names[at] if len(names) > at else None
 
@@ -172,6 +174,9 @@ class TsqlDialect(Dialect):
     # ALTER TABLE ... DROP COLUMN drops the column's indexes and constraints itself (PostgreSQL
     # does; SQL Server refuses: drop_column.sql.j2 drops them first from the catalog).
     DROP_COLUMN_DROPS_DEPENDENTS: ClassVar[bool] = False
+    # Where a duplicate's (2627, 2601) or a foreign key's (547) message names the constraint:
+    # (pattern, which match), on the first diagnostic record.
+    CONSTRAINT_NAMED_AT: ClassVar[dict[int, tuple[re.Pattern[str], int]]] = _NAMED_AT
     # The view that says which session blocks which (controlled schedules' lock observation).
     LOCK_WAITS_SQL: ClassVar[str] = (
         "SELECT r.session_id, CAST(r.blocking_session_id AS varchar(12)) FROM sys.dm_exec_requests r "
@@ -358,9 +363,21 @@ class TsqlDialect(Dialect):
         if native in _BY_NATIVE and not lost:
             cls, transient = _BY_NATIVE[native]
             code = str(ROW_NOT_FOUND) if cls is ConflictClass.ROW_NOT_FOUND else str(native)
-            return Classified(cls, code, transient, message=message, constraint=_constraint(native, message))
+            return Classified(
+                cls,
+                code,
+                transient,
+                message=message,
+                constraint=_constraint(native, message, self.CONSTRAINT_NAMED_AT),
+            )
         code = str(native) if native is not None else (state or "?")
         return Classified(ConflictClass.OTHER, code, lost, connection_lost=lost, message=message)
+
+    def ambiguous(self, c: Classified) -> bool:
+        """No server number and SQLSTATE HY000: FreeTDS's "Unknown error (0)", which is what a
+        statement gets on a session Babelfish ended (KILL, pg_terminate_backend: the FATAL has
+        no T-SQL number); the statement after it gets 08S01."""
+        return c.cls is ConflictClass.OTHER and not c.connection_lost and c.code == "HY000"
 
     # -- connections and bookkeeping -------------------------------------------------
     def session_setup(self, lock_timeout_ms: int) -> list[str]:

@@ -1,4 +1,5 @@
-"""Ordering hazards made to happen on purpose, and explained (issue 4)."""
+"""Ordering hazards made to happen on purpose, and explained (issue 4); the tests taking
+``any_target`` run on the embedded Babelfish too (the tsql marker)."""
 
 from __future__ import annotations
 
@@ -35,8 +36,8 @@ def cfg(
 
 
 @pytest.mark.parametrize("workload", HAZARD_WORKLOADS)
-def test_agent_key_hash_converges_on_every_hazard(spark, target, workload):
-    result, report = run(spark, cfg(workload, "key-hash", "agent"), target)
+def test_agent_key_hash_converges_on_every_hazard(spark, any_target, workload):
+    result, report = run(spark, cfg(workload, "key-hash", "agent"), any_target)
     assert report["verdict"] == "converged", report["divergent"][:2]
     assert report["conflicts"]["other"] == 0
     if workload == "parent-child":
@@ -48,8 +49,8 @@ def test_agent_key_hash_converges_on_every_hazard(spark, target, workload):
 
 
 @pytest.mark.parametrize("workload", HAZARD_WORKLOADS)
-def test_writeset_raises_no_conflict_and_converges_at_8_streams(spark, target, workload):
-    result, report = run(spark, cfg(workload, "writeset", "independent", streams=8), target)
+def test_writeset_raises_no_conflict_and_converges_at_8_streams(spark, any_target, workload):
+    result, report = run(spark, cfg(workload, "writeset", "independent", streams=8), any_target)
     assert sum(report["conflicts"].values()) == 0, report["conflicts"]
     assert report["deferred"] == 0
     assert report["verdict"] == "converged", report["divergent"][:2]
@@ -57,8 +58,8 @@ def test_writeset_raises_no_conflict_and_converges_at_8_streams(spark, target, w
     assert len(busy) == 8  # the work really is spread over the streams
 
 
-def test_independent_round_robin_loses_the_newer_value_and_names_the_inverted_pair(spark, target):
-    result, report = run(spark, cfg("reorder", "round-robin", "independent"), target)
+def test_independent_round_robin_loses_the_newer_value_and_names_the_inverted_pair(spark, any_target):
+    result, report = run(spark, cfg("reorder", "round-robin", "independent"), any_target)
     assert report["verdict"] == "diverged" and result.exit_code == 1
     assert sum(report["conflicts"].values()) == 0  # silent: no error at all
     d = report["divergent"][0]
@@ -69,9 +70,9 @@ def test_independent_round_robin_loses_the_newer_value_and_names_the_inverted_pa
     assert first["stream"] != second["stream"]
 
 
-def test_continue_on_data_consistency_errors_counts_exactly_the_rows_it_lost(spark, target):
+def test_continue_on_data_consistency_errors_counts_exactly_the_rows_it_lost(spark, any_target):
     c = cfg("key-chain", "key-hash", "agent", policy="continue-on-data-consistency-errors")
-    result, report = run(spark, c, target)
+    result, report = run(spark, c, any_target)
     assert report["skipped"] > 0
     assert report["resets"] == 0  # skipping is what replaces the reset to one stream
     assert report["verdict"] == "diverged"

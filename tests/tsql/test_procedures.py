@@ -72,7 +72,9 @@ def test_procedures_apply_and_missing_rows_raise_20598(conn: Any) -> None:
     cur.execute(D.call_sql(ARTICLE, "U"), None, "Beta", None, None, 1, bytes([2]))
     conn.commit()
     assert tuple(
-        cur.execute("SELECT [Name], [CreditRating] FROM [Purchasing].[Vendor] WHERE [VendorID] = 1").fetchall()[0]
+        cur.execute(
+            "SELECT [Name], [CreditRating] FROM [Purchasing].[Vendor] WHERE [VendorID] = 1"
+        ).fetchall()[0]
     ) == ("Beta", 3)
     # key change 1 -> 2 (bit 1): the key-changed branch moves the row
     cur.execute(D.call_sql(ARTICLE, "U"), 2, None, None, None, 1, bytes([1]))
