@@ -92,3 +92,18 @@ class BabelfishDialect(TsqlDialect):
         "SELECT DISTINCT l.pid, CAST(pg_blocking_pids(l.pid) AS varchar(4000)) FROM pg_catalog.pg_locks l "
         "WHERE CAST(l.granted AS int) = 0 AND l.pid IN ({marks})"
     )
+    # sys.tables and sys.columns give PostgreSQL's names (lower case; one longer than 63 bytes
+    # cut, with a hash); the declared names are in pg_class.reloptions / pg_attribute.attoptions
+    # (bbf_original_rel_name=, bbf_original_name=), as INFORMATION_SCHEMA reads them.
+    CATALOG_DECLARED_NAMES_SQL: ClassVar[str | None] = (
+        "SELECT s.name, t.name, c.name, "
+        "COALESCE((SELECT SUBSTRING(o.v, 23, 4000) FROM pg_catalog.unnest(r.reloptions) AS o(v) "
+        "WHERE o.v LIKE 'bbf_original_rel_name=%'), t.name), "
+        "COALESCE((SELECT SUBSTRING(o.v, 19, 4000) FROM pg_catalog.unnest(a.attoptions) AS o(v) "
+        "WHERE o.v LIKE 'bbf_original_name=%'), c.name) "
+        "FROM sys.tables t JOIN sys.schemas s ON s.schema_id = t.schema_id "
+        "JOIN sys.columns c ON c.object_id = t.object_id "
+        "JOIN pg_catalog.pg_class r ON r.oid = t.object_id "
+        "JOIN pg_catalog.pg_attribute a ON a.attrelid = t.object_id AND a.attnum = c.column_id "
+        "WHERE t.is_ms_shipped = 0"
+    )
