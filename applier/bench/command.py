@@ -90,6 +90,14 @@ def register(subparsers: Any) -> str:
         metavar="FILE",
         help="also write the table, the goals and the plots as one self-contained HTML file (inline SVG)",
     )
+    p.add_argument(
+        "--target",
+        choices=("embedded", "babelfish"),
+        default="embedded",
+        help="the engine applier starts for each sync setting: the embedded PostgreSQL (default) or the "
+        "embedded Babelfish (T-SQL over TDS: calls and set-based apply against the raw pyodbc ceiling; "
+        "there is no native apply to compare with)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines, only the table")
     p.set_defaults(func=cmd_bench)
     return "bench"
@@ -107,15 +115,16 @@ def _checkpoint(cs: str) -> float:
     return time.perf_counter() - t
 
 
-def _postmaster(cs: str) -> int | None:
-    """The server's postmaster pid (parent of our backend), for CPU accounting."""
+def _postmaster(cs: str, backend_id_sql: str) -> int | None:
+    """The server's postmaster pid (parent of our backend: PostgreSQL's and Babelfish's both),
+    for CPU accounting."""
     import pyodbc
 
     from applier.bench.memory import parent_of
 
     conn = pyodbc.connect(cs, autocommit=True, timeout=30)
     try:
-        return parent_of(int(conn.cursor().execute("SELECT pg_backend_pid()").fetchone()[0]))
+        return parent_of(int(conn.cursor().execute(backend_id_sql).fetchall()[0][0]))
     finally:
         conn.close()
 
@@ -138,7 +147,11 @@ def cmd_bench(a: argparse.Namespace) -> int:
     bs = BenchStream(a.commands, a.rows, a.transaction_size, a.commit_batch_size, a.seed)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    doc = run_bench(bs, a.streams, a.sync, a.only, say, out)
+    only = a.only
+    if a.target == "babelfish" and "native" in only:
+        only = [x for x in only if x != "native"]
+        say("no native apply on Babelfish: measuring the ceiling, calls and set-based apply")
+    doc = run_bench(bs, a.streams, a.sync, only, say, out, engine=a.target)
     (out / "bench.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     for line in table_lines(doc):
         print(line)
@@ -172,6 +185,7 @@ def run_bench(
     only: list[str],
     say: Callable[[str], None] = lambda _: None,
     out: Path | None = None,
+    engine: str = "embedded",
 ) -> dict[str, Any]:
     from applier.apply.install import install
     from applier.bench.ceiling import chunks_per_stream, load_rows, plan_stream, run_ceiling
@@ -179,8 +193,11 @@ def run_bench(
     from applier.bench.stream import changes, snapshot
     from applier.bench.stream import write as write_stream
     from applier.dialects import DIALECTS
+    from applier.targets.babelfish import EmbeddedBabelfish
     from applier.targets.embedded import EmbeddedPostgres
     from applier.targets.endpoint import preflight
+
+    server_class: Any = EmbeddedBabelfish if engine == "babelfish" else EmbeddedPostgres
 
     cfg = bs.config()
     meta: dict[str, Any] = {
@@ -193,6 +210,7 @@ def run_bench(
         "streams": streams,
         "synchronous_commit": syncs,
         "measured": only,
+        "target": engine,
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "node": platform.node()},
     }
@@ -216,30 +234,30 @@ def run_bench(
             f"generating the stream for the ceiling and the native apply (untimed): {meta['commands']} commands"
         )
         source = write_stream(spark, cfg, Path(work.name))
-    planned = []
-    if "ceiling" in only:
-        say(f"planning {meta['commands']} calls for the ceiling (untimed)")
-        planned = plan_stream(cfg, "postgres", changes(cfg, source))
+    planned: list[Any] = []
     runs: dict[str, SyncRun] = {}
-    dialect = DIALECTS["postgres"]()
     for sync in syncs:
         run = SyncRun(sync)
         runs[sync] = run
         if "ceiling" in only or "applier" in only or "set" in only:
-            with EmbeddedPostgres(synchronous_commit=sync == "on") as pg:
-                target = preflight(pg.connection_string(), f"embedded PostgreSQL (sync {sync})")
-                postmaster = _postmaster(target.connection_string)
+            with server_class(synchronous_commit=sync == "on") as pg:
+                target = preflight(pg.connection_string(), f"{pg.description} (sync {sync})")
+                dialect = DIALECTS[target.dialect_name]()
+                if "ceiling" in only and not planned:
+                    say(f"planning {meta['commands']} calls for the ceiling (untimed)")
+                    planned = plan_stream(cfg, target.dialect_name, changes(cfg, source))
+                postmaster = _postmaster(target.connection_string, dialect.backend_id_sql() or "SELECT 0")
                 for n in streams:
                     p = PerN()
                     run.per_n[n] = p
                     if "ceiling" in only:
                         say(f"sync {sync}, N={n}: ceiling")
                         install(target, cfg.articles, f"ceiling-{n}")
-                        load_rows(target.connection_string, "postgres", cfg, snapshot(cfg, source))
+                        load_rows(target.connection_string, target.dialect_name, cfg, snapshot(cfg, source))
                         per_stream = chunks_per_stream(planned, n, dialect.MAX_PARAMS_PER_BATCH)
                         _checkpoint(target.connection_string)
                         server0 = tree_cpu_seconds(postmaster)
-                        c = run_ceiling(target.connection_string, "postgres", per_stream)
+                        c = run_ceiling(target.connection_string, target.dialect_name, per_stream)
                         server = tree_cpu_seconds(postmaster) - server0
                         p.ceiling = Measure(len(planned), c.seconds)
                         p.extra["ceiling_round_trips"] = c.round_trips
