@@ -515,7 +515,8 @@ def parser() -> argparse.ArgumentParser:
     _add_run(r)
     _add_spark(r)
     r.add_argument(
-        "--target", help="embedded (default) | mssql | postgres-container | an ODBC connection string"
+        "--target",
+        help="embedded (default) | babelfish | mssql | postgres-container | an ODBC connection string",
     )
     r.add_argument(
         "--changes", help="canonical change file or directory (JSON Lines or Parquet); default: generate"
@@ -575,7 +576,10 @@ def parser() -> argparse.ArgumentParser:
     g.set_defaults(func=cmd_generate)
     pr = sub.add_parser("procs", help="print or write the apply procedure scripts")
     pr.add_argument(
-        "--dialect", choices=["tsql", "postgres"], default="tsql", help="T-SQL (default) or PL/pgSQL"
+        "--dialect",
+        choices=["tsql", "postgres", "babelfish"],
+        default="tsql",
+        help="T-SQL as SQL Server writes it (default), PL/pgSQL, or T-SQL as Babelfish takes it",
     )
     pr.add_argument(
         "--config", "--articles", dest="config", help="the articles' configuration (default: the demo's)"

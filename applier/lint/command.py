@@ -51,7 +51,7 @@ def register(subparsers: Any) -> str:
     )
     p.add_argument(
         "--target",
-        help="where to probe: embedded (default) | mssql | postgres-container | an ODBC connection string",
+        help="where to probe: embedded (default) | babelfish | mssql | postgres-container | an ODBC connection string",
     )
     p.add_argument(
         "--dialect",

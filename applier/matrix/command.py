@@ -49,7 +49,8 @@ def register(sub: Any) -> str:
     p.add_argument("--seed", type=int, default=42, help="seed of every cell's stream (default 42)")
     p.add_argument("--lock-timeout-ms", type=int, default=300, help="lock wait of every cell (default 300)")
     p.add_argument(
-        "--target", help="embedded (default) | an ODBC connection string | mssql | postgres-container"
+        "--target",
+        help="embedded (default) | babelfish | an ODBC connection string | mssql | postgres-container",
     )
     p.add_argument("--report", help="write the rows as JSON here")
     p.add_argument(

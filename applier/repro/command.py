@@ -47,7 +47,8 @@ def register(
     s.add_argument("run_dir", metavar="RUN_DIR")
     s.add_argument("--out", help="the minimal case's run folder (default RUN_DIR-shrunk)")
     s.add_argument(
-        "--target", help="embedded (default) | mssql | postgres-container | an ODBC connection string"
+        "--target",
+        help="embedded (default) | babelfish | mssql | postgres-container | an ODBC connection string",
     )
     s.add_argument(
         "--no-serial-check",
@@ -71,7 +72,8 @@ def register(
     )
     r.add_argument("run_dir", metavar="RUN_DIR")
     r.add_argument(
-        "--target", help="embedded (default) | mssql | postgres-container | an ODBC connection string"
+        "--target",
+        help="embedded (default) | babelfish | mssql | postgres-container | an ODBC connection string",
     )
     r.add_argument("--out", help="keep the replay's own run folder here")
     r.set_defaults(func=cmd_replay)
@@ -80,7 +82,8 @@ def register(
 
 def _inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--target", help="embedded (default) | mssql | postgres-container | an ODBC connection string"
+        "--target",
+        help="embedded (default) | babelfish | mssql | postgres-container | an ODBC connection string",
     )
     p.add_argument("--changes", help="canonical change file or directory; default: generate")
     p.add_argument("--snapshot", help="initial snapshot (JSON Lines of {article, image}) for --changes")
