@@ -4,8 +4,9 @@ installed). Fixtures:
 - ``applier_spark`` (session): a local Spark session (:func:`applier.sparkenv.spark_session`);
 - ``applier_target`` (session): the subscriber server, started once and stopped at the end:
   ``--applier-target`` if given, else the ``APPLIER_TARGET`` environment variable, else the
-  embedded PostgreSQL. ``mssql`` / ``postgres-container`` need a Docker engine: without one
-  the tests that use the target are skipped, with the reason;
+  embedded PostgreSQL. ``mssql`` / ``postgres-container`` need a Docker engine, ``babelfish``
+  (the embedded T-SQL engine) a Babelfish build (``$APPLIER_BABELFISH``): without one the
+  tests that use the target are skipped, with the reason;
 - ``applier_run`` (function): ``applier_run(config=None, *, custom_sql=(), changes=None,
   snapshot=None, **overrides) -> RunResult``: one run in a database of its own on the
   session's target, its folder (report.json, schedule.jsonl, outcome.json...) under the
@@ -56,8 +57,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="applier_target",
         default=None,
         metavar="TARGET",
-        help=f"subscriber of the applier_target fixture: embedded (default), mssql, postgres-container "
-        f"or an ODBC connection string (default: ${ENV} if set, else embedded)",
+        help=f"subscriber of the applier_target fixture: embedded (default), babelfish, mssql, "
+        f"postgres-container or an ODBC connection string (default: ${ENV} if set, else embedded)",
     )
     group.addoption(
         "--applier-spark-slots",
@@ -114,6 +115,12 @@ def applier_target(pytestconfig: pytest.Config) -> Iterator[Target]:
         ok, why = docker_available()
         if not ok:
             pytest.skip(f"applier target {spec!r} ({source}) needs a Docker engine: {why}")
+    if spec == "babelfish":
+        from applier.targets.babelfish import available
+
+        ok, why = available()
+        if not ok:
+            pytest.skip(f"applier target {spec!r} ({source}) needs a Babelfish build: {why}")
     try:
         # None: Target.parse reads $APPLIER_TARGET itself (its errors name the variable)
         target = Target.parse(spec if source == "--applier-target" else None).start()

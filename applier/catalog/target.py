@@ -194,7 +194,10 @@ def mssql_type_text(
     return n
 
 
-def mssql_tables(cursor: Any) -> list[RawTable]:
+def mssql_tables(cursor: Any, declared_names_sql: str | None = None) -> list[RawTable]:
+    """The tables of the sys views; ``declared_names_sql`` (the dialect's
+    ``CATALOG_DECLARED_NAMES_SQL``): where the views do not name tables and columns as declared,
+    the query that gives the declared names (:func:`_declared_names`)."""
     tables: dict[tuple[str, str], RawTable] = {}
     for row in cursor.execute(MSSQL_COLUMNS).fetchall():
         schema, table, col, base, max_length, precision, scale, nullable, ident, computed = row[:10]
@@ -225,13 +228,51 @@ def mssql_tables(cursor: Any) -> list[RawTable]:
         if u is not None:
             cols, pcols = tuple(r[4] for r in rows), tuple(r[7] for r in rows)
             u.foreign.append(RawForeignKey(cols, rows[0][5], rows[0][6], pcols, name))
+    if declared_names_sql:
+        _declared_names(tables, cursor.execute(declared_names_sql).fetchall())
     return list(tables.values())
 
 
-def read_connection(conn: Any, dialect: str, source: str, tables: Sequence[str] | None = None) -> Catalog:
-    """The articles of the database an open pyodbc connection reaches."""
+def _declared_names(tables: dict[tuple[str, str], RawTable], rows: Sequence[Sequence[Any]]) -> None:
+    """Tables, columns, keys and references renamed by rows of (schema, table, column, declared
+    table, declared column), the first three as the sys views name them."""
+    table_names: dict[tuple[str, str], str] = {}
+    column_names: dict[tuple[str, str], dict[str, str]] = {}
+    for schema, table, col, declared_table, declared_col in rows:
+        table_names[(schema, table)] = declared_table
+        column_names.setdefault((schema, table), {})[col] = declared_col
+
+    def cols(key: tuple[str, str], names: tuple[str, ...]) -> tuple[str, ...]:
+        found = column_names.get(key, {})
+        return tuple(found.get(n, n) for n in names)
+
+    for key, t in tables.items():
+        for c in t.columns:
+            c.name = column_names.get(key, {}).get(c.name, c.name)
+        if t.primary is not None:
+            t.primary = cols(key, t.primary)
+        t.uniques = [(cols(key, u), what) for u, what in t.uniques]
+        for fk in t.foreign:
+            parent = (fk.parent_schema, fk.parent_table)
+            fk.columns = cols(key, fk.columns)
+            if fk.parent_columns is not None:
+                fk.parent_columns = cols(parent, fk.parent_columns)
+            fk.parent_table = table_names.get(parent, fk.parent_table)
+    for key, t in tables.items():
+        t.name = table_names.get(key, t.name)
+
+
+def read_connection(
+    conn: Any,
+    dialect: str,
+    source: str,
+    tables: Sequence[str] | None = None,
+    declared_names_sql: str | None = None,
+) -> Catalog:
+    """The articles of the database an open pyodbc connection reaches (``declared_names_sql``:
+    see :func:`mssql_tables`)."""
     cursor = conn.cursor()
-    raw = postgres_tables(cursor) if dialect == "postgres" else mssql_tables(cursor)
+    raw = postgres_tables(cursor) if dialect == "postgres" else mssql_tables(cursor, declared_names_sql)
     return build_catalog(raw, source, tables, fold=dialect == "tsql")
 
 
@@ -245,6 +286,8 @@ def read_target(spec: str, tables: Sequence[str] | None = None) -> Catalog:
         endpoint = target.endpoint()
         conn = pyodbc.connect(endpoint.connection_string, autocommit=True)
         try:
-            return read_connection(conn, endpoint.dialect.language, endpoint.redacted, tables)
+            d = endpoint.dialect
+            names_sql = getattr(d, "CATALOG_DECLARED_NAMES_SQL", None)
+            return read_connection(conn, d.language, endpoint.redacted, tables, names_sql)
         finally:
             conn.close()

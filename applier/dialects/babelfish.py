@@ -42,6 +42,12 @@ README's "SQL Server" section:
 - a lock timeout (``SET LOCK_TIMEOUT``) arrives as 33557097, the number Babelfish gives every
   error it does not map ("canceling statement due to lock timeout"), so it is counted as
   ``other``, not ``lock_timeout``, and not retried as transient; the round resets all the same;
+- ``sys.tables`` and ``sys.columns`` give PostgreSQL's names, in lower case and, past 63
+  bytes, cut with a hash: ``applier articles --from-target`` reads the declared ones from
+  ``pg_class.reloptions`` / ``pg_attribute.attoptions`` (``CATALOG_DECLARED_NAMES_SQL``); a
+  table name longer than 63 bytes keeps no declared name (INFORMATION_SCHEMA gives the cut one
+  too), and ``datetime2(7)`` holds six fractional digits (``sys.columns.scale`` 6): the articles
+  say ``datetime2(6)``;
 - ``WAITFOR`` is not supported;
 - no ``sys.dm_exec_requests``: which session blocks which is read from PostgreSQL's
   ``pg_locks`` and ``pg_blocking_pids`` (``@@SPID`` is the backend's pid). A waiting

@@ -68,6 +68,8 @@ _LOST_NATIVE = {
 }
 # Driver-side SQLSTATEs of a broken link (ODBC class 08: connection exception).
 _LOST_STATE_PREFIX = "08"
+# FreeTDS's "Unexpected EOF from the server" (TDSESEOF): the server closed the socket mid-reply.
+_FREETDS_EOF = 20017
 
 _GO_RE = re.compile(r"^[ \t]*go[ \t]*(?:--.*)?$", re.IGNORECASE | re.MULTILINE)
 _SAVEPOINT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
@@ -182,6 +184,11 @@ class TsqlDialect(Dialect):
         "SELECT r.session_id, CAST(r.blocking_session_id AS varchar(12)) FROM sys.dm_exec_requests r "
         "WHERE r.blocking_session_id <> 0 AND r.session_id IN ({marks})"
     )
+    # sys.tables and sys.columns name tables and columns as they were declared (None). Where
+    # they do not, a query of (schema, table as sys.tables names it, column as sys.columns
+    # names it, declared table, declared column) that ``applier articles --from-target``
+    # renames them by (applier.catalog.target.mssql_tables).
+    CATALOG_DECLARED_NAMES_SQL: ClassVar[str | None] = None
 
     # SQL Server's own names: a subscriber column has the publisher's type. timestamp and
     # rowversion values cannot be written, so a subscriber holds them as binary(8), as
@@ -376,8 +383,14 @@ class TsqlDialect(Dialect):
     def ambiguous(self, c: Classified) -> bool:
         """No server number and SQLSTATE HY000: FreeTDS's "Unknown error (0)", which is what a
         statement gets on a session Babelfish ended (KILL, pg_terminate_backend: the FATAL has
-        no T-SQL number); the statement after it gets 08S01."""
-        return c.cls is ConflictClass.OTHER and not c.connection_lost and c.code == "HY000"
+        no T-SQL number); the statement after it gets 08S01. Or FreeTDS's own "Unexpected EOF
+        from the server (20017)" (SQLSTATE 01000): a statement running when its session was
+        ended (20017 is also a server message number: the connection is asked)."""
+        return (
+            c.cls is ConflictClass.OTHER
+            and not c.connection_lost
+            and (c.code == "HY000" or c.code == str(_FREETDS_EOF))
+        )
 
     # -- connections and bookkeeping -------------------------------------------------
     def session_setup(self, lock_timeout_ms: int) -> list[str]:
