@@ -279,9 +279,15 @@ class Sender:
 
     def _answers(self) -> bool:
         """Whether the connection still runs a statement (an error that is not a lost
-        connection is an answer too: the session is there)."""
+        connection is an answer too: the session is there). The batch cursor is closed first:
+        while the statement that met the ended session is open on it, FreeTDS refuses any other
+        with "Invalid cursor state" (24000), which is no answer (the next batch gets a new one)."""
         import pyodbc
 
+        if self._batch_cursor is not None:
+            with contextlib.suppress(pyodbc.Error):
+                self._batch_cursor.close()
+            self._batch_cursor = self._cursor_of = None
         try:
             cur = self.conn.cursor()
             cur.execute("SELECT 1")

@@ -68,4 +68,11 @@ def connect(
         conn.commit()
         return conn
 
-    return policy.retrying(_connect_transient)(once)
+    def transient(exc: BaseException) -> bool:
+        # also an error the driver could not name while the session was being set up (FreeTDS's
+        # "Unknown error" when Babelfish ends the new session): a new connection is the answer
+        return _connect_transient(exc) or (
+            isinstance(exc, pyodbc.Error) and dialect.ambiguous(dialect.classify(exc))
+        )
+
+    return policy.retrying(transient)(once)
