@@ -40,8 +40,9 @@ README's "SQL Server" section:
   is not a constraint) with PostgreSQL's text, the constraint's name in double quotes and in
   lower case: the name is read there, and compared without case;
 - a lock timeout (``SET LOCK_TIMEOUT``) arrives as 33557097, the number Babelfish gives every
-  error it does not map ("canceling statement due to lock timeout"), so it is counted as
-  ``other``, not ``lock_timeout``, and not retried as transient; the round resets all the same;
+  error it does not map, with PostgreSQL's text ("canceling statement due to lock timeout"):
+  that number with that text is read as SQL Server's 1222 (``lock_timeout``, retried as
+  transient), any other 33557097 stays ``other``;
 - ``sys.tables`` and ``sys.columns`` give PostgreSQL's names, in lower case and, past 63
   bytes, cut with a hash: ``applier articles --from-target`` reads the declared ones from
   ``pg_class.reloptions`` / ``pg_attribute.attoptions`` (``CATALOG_DECLARED_NAMES_SQL``); a
@@ -62,14 +63,21 @@ The engine is found by asking the server (``SERVERPROPERTY('Babelfish')``,
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import ClassVar
 
+from applier.dialects.base import Classified, ConflictClass
 from applier.dialects.tsql import TsqlDialect
 
 # A duplicate's message is PostgreSQL's: duplicate key value violates unique constraint "name"
 # (the name as Babelfish stores it: lower case), numbered 2627 for every unique index.
 _PG_NAMED = re.compile(r'"(.*)"')
+# Babelfish's number for every PostgreSQL error it does not map to a T-SQL one.
+UNMAPPED = 33557097
+# PostgreSQL's message for its lock_timeout (55P03), which Babelfish sends as UNMAPPED.
+_PG_LOCK_TIMEOUT = re.compile(r"canceling statement due to lock timeout", re.IGNORECASE)
+LOCK_TIMEOUT = 1222
 
 
 class BabelfishDialect(TsqlDialect):
@@ -94,6 +102,16 @@ class BabelfishDialect(TsqlDialect):
         2627: (_PG_NAMED, 0),
         2601: (_PG_NAMED, 0),
     }
+
+    def classify(self, exc: BaseException) -> Classified:
+        """As SQL Server's, with PostgreSQL's lock timeout (33557097 and its text) read as 1222."""
+        c = super().classify(exc)
+        if c.code == str(UNMAPPED) and not c.connection_lost and _PG_LOCK_TIMEOUT.search(c.message or ""):
+            return dataclasses.replace(
+                c, cls=ConflictClass.LOCK_TIMEOUT, code=str(LOCK_TIMEOUT), transient=True
+            )
+        return c
+
     LOCK_WAITS_SQL: ClassVar[str] = (
         "SELECT DISTINCT l.pid, CAST(pg_blocking_pids(l.pid) AS varchar(4000)) FROM pg_catalog.pg_locks l "
         "WHERE CAST(l.granted AS int) = 0 AND l.pid IN ({marks})"

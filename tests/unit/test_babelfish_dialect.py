@@ -166,7 +166,33 @@ def test_an_unnamed_driver_error_is_ambiguous_a_named_one_is_not() -> None:
     lost = B.classify(Exception("08S01", "[08S01] [FreeTDS][SQL Server]Communication link failure (0)"))
     assert lost.connection_lost and not B.ambiguous(lost)
     lock = B.classify(Exception("42000", "[42000] canceling statement due to lock timeout (33557097)"))
-    assert lock.cls is ConflictClass.OTHER and not B.ambiguous(lock)
+    assert not B.ambiguous(lock)
+    assert not DIALECTS["postgres"]().ambiguous(Classified(ConflictClass.OTHER, "HY000", False))
+
+
+def test_postgresql_s_lock_timeout_is_read_as_1222_other_unmapped_errors_stay_other() -> None:
+    lock = B.classify(
+        Exception(
+            "42000",
+            "[42000] [FreeTDS][SQL Server]canceling statement due to lock timeout (33557097) (SQLExecDirectW)",
+        )
+    )
+    assert (lock.cls, lock.code, lock.transient) == (ConflictClass.LOCK_TIMEOUT, "1222", True)
+    assert "lock timeout" in lock.message
+    other = B.classify(
+        Exception("42000", "[42000] [FreeTDS][SQL Server]42 is not an active process ID (33557097)")
+    )
+    assert (other.cls, other.code, other.transient) == (ConflictClass.OTHER, "33557097", False)
+    # the text alone, under another number, is not enough (a message quoting it is data)
+    quoted = B.classify(Exception("42000", "[42000] value 'canceling statement due to lock timeout' (8152)"))
+    assert quoted.cls is ConflictClass.OTHER
+    # SQL Server's own dialect never reads the text
+    assert (
+        DIALECTS["tsql"]()
+        .classify(Exception("42000", "[42000] canceling statement due to lock timeout (33557097)"))
+        .cls
+        is ConflictClass.OTHER
+    )
     assert not DIALECTS["postgres"]().ambiguous(Classified(ConflictClass.OTHER, "HY000", False))
 
 
