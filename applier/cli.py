@@ -364,7 +364,7 @@ def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) ->
                 junit=a.junit,
                 html=a.html,
             )
-        print_run(result, console)
+        print_run(result, console, in_all=_since_start(), profile=a.profile)
         for key in ("json", "junit", "html"):
             if key in result.files:
                 console.print(f"{_FILE_NAMES[key]}: {result.files[key]}", highlight=False)
@@ -375,6 +375,18 @@ def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) ->
             reach = getattr(target, "how_to_reach", target.connection_string)()  # --listen: redacted
             console.print(f"{target.description} left running (--keep): {reach}")
         return result.exit_code
+
+
+def _since_start() -> float | None:
+    """Seconds since this process started (the interpreter's start included)."""
+    import time
+
+    import psutil
+
+    try:
+        return max(0.0, time.time() - psutil.Process().create_time())
+    except psutil.Error:
+        return None
 
 
 def _spark_log_kept() -> Path | None:
@@ -551,6 +563,12 @@ def parser() -> argparse.ArgumentParser:
         "executors on other hosts: SCRAM-SHA-256 with a generated password, never shown",
     )
     r.add_argument("--quiet", "-q", action="store_true", help="no progress, only the summary")
+    r.add_argument(
+        "--profile",
+        action="store_true",
+        help="print where the run's time went: per phase its seconds, Spark jobs, stages, tasks and "
+        "the seconds Python workers spent starting (the report's cost)",
+    )
     r.set_defaults(func=cmd_run)
     _add_capture(r)
     cv = sub.add_parser(

@@ -222,6 +222,9 @@ class RunResult:
     implicit: bool = True  # one full-copy subscription from [run] (no [[subscriptions]] given)
     started: float | None = None  # epoch seconds when the run started (api.run)
     seconds: float | None = None  # its wall time, set-up and verification included
+    # The cost model (applier.pipeline.cost): per phase its seconds, Spark jobs, stages, tasks
+    # and the seconds Python workers spent starting.
+    cost: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def verdict(self) -> Verdict:

@@ -242,6 +242,26 @@ def _local_dir() -> Path:
 
 
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
+PRELOAD_ENV = "APPLIER_WORKER_PRELOAD"  # 0: PySpark's own daemon, workers import at their first task
+WORKER_LOG_ENV = "APPLIER_WORKER_LOG"  # as applier.sparkworker.LOG_ENV (not imported: it sets env)
+
+
+def started_worker_log() -> Path | None:
+    """The worker folder of the local Spark this process started with the preloading daemon
+    (None: none started here, or under spark-submit, or the daemon turned off)."""
+    return _WORKER_LOG[0] if _WORKER_LOG else None
+
+
+_WORKER_LOG: list[Path] = []
+
+
+def worker_log_dir() -> Path:
+    """Where this process's local Python workers record what they spent starting."""
+    folder = _local_dir() / "workers"
+    folder.mkdir(exist_ok=True)
+    if not _WORKER_LOG:
+        _WORKER_LOG.append(folder)
+    return folder
 
 
 @dataclass
@@ -562,6 +582,14 @@ def spark_session(
             .config("spark.unsafe.sorter.spill.read.ahead.enabled", "false")
             .config("spark.executorEnv.ODBCSYSINI", os.environ.get("ODBCSYSINI", ""))
         )
+        if os.environ.get(PRELOAD_ENV, "1") != "0":
+            # Workers forked from a daemon that already loaded what they import
+            # (applier.sparkworker), and the seconds they still spend starting, for the cost
+            # model. On a cluster, executors need applier installed anyway (the tasks are its
+            # functions); there the launcher's settings rule.
+            builder = builder.config("spark.python.daemon.module", "applier.sparkworker").config(
+                f"spark.executorEnv.{WORKER_LOG_ENV}", str(worker_log_dir())
+            )
         for key, value in (conf or {}).items():  # the user's properties over these
             builder = builder.config(key, value)
     handler = signal.getsignal(signal.SIGINT)

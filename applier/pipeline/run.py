@@ -28,6 +28,7 @@ from applier.articles import Article
 from applier.config import Config, Subscription
 from applier.distribute.routing import filter_rows, route, sub_articles
 from applier.errors import ApplierError, ConfigError, InputError, stop_of
+from applier.pipeline import cost
 from applier.pipeline.identity import RunIdentity, run_identity
 from applier.pipeline.schedule import conflict_rows, read_schedule, schedule_rows
 from applier.pipeline.segments import Applied, Plan, Settings, apply_segments, plan_barriers
@@ -132,51 +133,61 @@ def run(
     own_dir = work_dir is None
     wd = leftovers.owned_dir("applier-work-") if work_dir is None else Path(work_dir)
     wd.mkdir(parents=True, exist_ok=True)
+    meter = cost.meter_for(spark)
     try:
-        say("reading changes" if reading else f"generating {config.workload.kind} workload")
-        t = time.perf_counter()
-        cs = load_stream(spark, config, changes, snapshot, capture)
-        by_name = {a.name: a for a in config.articles}
-        schemas = cs.schemas or Schemas.build(by_name, [])
-        # Schema changes, statements and procedures: few, collected once (row commands never
-        # are). A generated stream has none.
-        events = (
-            [] if not reading else cs.changes.where(F.col("op").isin(*EVENT_OPS)).orderBy("lsn").collect()
-        )
-        if resume and events:
-            raise InputError(
-                f"{changes}: --resume cannot continue a stream with schema changes, statements or "
-                "applied procedures (they are applied once, between segments)"
-            )
-        read_seconds = time.perf_counter() - t
-        for s in subs if not resume else ():
-            _record(endpoints[s.name], s.name, idents[s.name], STARTED, None)
-        out = []
-        for sub in subs:
-            out.append(
-                _subscription(
-                    spark,
-                    config,
-                    cs,
-                    schemas,
-                    events,
-                    sub,
-                    endpoints[sub.name],
-                    wd,
-                    custom_sql,
-                    idents[sub.name],
-                    held.get(sub.name),
-                    say,
-                    progress or (lambda *_: None),
-                    read_seconds,
+        with cost.metering(meter):
+            say("reading changes" if reading else f"generating {config.workload.kind} workload")
+            t = time.perf_counter()
+            with cost.phase("prepare"):
+                cs = load_stream(spark, config, changes, snapshot, capture)
+                by_name = {a.name: a for a in config.articles}
+                schemas = cs.schemas or Schemas.build(by_name, [])
+                # Schema changes, statements and procedures: few, collected once (row commands
+                # never are). A generated stream has none.
+                events = (
+                    []
+                    if not reading
+                    else cs.changes.where(F.col("op").isin(*EVENT_OPS)).orderBy("lsn").collect()
                 )
+            if resume and events:
+                raise InputError(
+                    f"{changes}: --resume cannot continue a stream with schema changes, statements or "
+                    "applied procedures (they are applied once, between segments)"
+                )
+            read_seconds = time.perf_counter() - t
+            for s in subs if not resume else ():
+                _record(endpoints[s.name], s.name, idents[s.name], STARTED, None)
+            out = []
+            for sub in subs:
+                out.append(
+                    _subscription(
+                        spark,
+                        config,
+                        cs,
+                        schemas,
+                        events,
+                        sub,
+                        endpoints[sub.name],
+                        wd,
+                        custom_sql,
+                        idents[sub.name],
+                        held.get(sub.name),
+                        say,
+                        progress or (lambda *_: None),
+                        read_seconds,
+                    )
+                )
+                read_seconds = 0.0  # the stream is read once, for the first subscription
+            cs.unpersist()
+            settings = config.to_dict()
+            if cs.notes:
+                settings["input"] = dict(cs.notes)
+            return RunResult(
+                tuple(out),
+                settings,
+                implicit=not config.subscriptions,
+                cost={k: c.to_dict() for k, c in meter.costs().items()},
             )
-            read_seconds = 0.0  # the stream is read once, for the first subscription
-        cs.unpersist()
-        settings = config.to_dict()
-        if cs.notes:
-            settings["input"] = dict(cs.notes)
-        return RunResult(tuple(out), settings, implicit=not config.subscriptions)
     finally:
         if own_dir:
             shutil.rmtree(wd, ignore_errors=True)
@@ -206,36 +217,38 @@ def _subscription(
     whole = full_copy and not events and cs.schemas is None
     phases: dict[str, float] = {}
     t = time.perf_counter()
-    if whole:
-        routed, routing = cs.changes, {}
-    else:
-        say(f"{sub.name}: distributing")
-        has_sql = any(r["op"] in ("SQL", "PROC") for r in events)
-        routed = route(cs.changes, schemas, sub, has_sql).persist(StorageLevel.MEMORY_AND_DISK)
-        routing = {
-            f"{r['source_op']}>{r['op']}": int(r["count"])
-            for r in routed.where(F.col("op").isin("I", "U", "D"))
-            .groupBy("source_op", "op")
-            .count()
-            .collect()
-        }
-    first = sub_articles(schemas, sub, {})
-    set_apply = rs.set_apply and cs.schemas is None
-    if rs.set_apply and not set_apply:
-        say(f"{sub.name}: set-based apply is off: the stream changes the schema (applying row by row)")
-    if set_apply and not endpoint.dialect.SET_APPLY:
-        say(f"set-based apply is not available for {endpoint.dialect_name}: applying row by row")
-    snap = (
-        cs.snapshot
-        if whole
-        else filter_rows(cs.snapshot.withColumn("schema_version", F.lit(1)), schemas, sub, final=False)
-    )
-    loaded = _prepare(
-        endpoint, sub, first, ident, snap, custom_sql, set_apply, full_copy, held, say, label=not whole
-    )
+    with cost.phase("prepare"):
+        if whole:
+            routed, routing = cs.changes, {}
+        else:
+            say(f"{sub.name}: distributing")
+            has_sql = any(r["op"] in ("SQL", "PROC") for r in events)
+            routed = route(cs.changes, schemas, sub, has_sql).persist(StorageLevel.MEMORY_AND_DISK)
+            routing = {
+                f"{r['source_op']}>{r['op']}": int(r["count"])
+                for r in routed.where(F.col("op").isin("I", "U", "D"))
+                .groupBy("source_op", "op")
+                .count()
+                .collect()
+            }
+        first = sub_articles(schemas, sub, {})
+        set_apply = rs.set_apply and cs.schemas is None
+        if rs.set_apply and not set_apply:
+            say(f"{sub.name}: set-based apply is off: the stream changes the schema (applying row by row)")
+        if set_apply and not endpoint.dialect.SET_APPLY:
+            say(f"set-based apply is not available for {endpoint.dialect_name}: applying row by row")
+        snap = (
+            cs.snapshot
+            if whole
+            else filter_rows(cs.snapshot.withColumn("schema_version", F.lit(1)), schemas, sub, final=False)
+        )
+        loaded = _prepare(
+            endpoint, sub, first, ident, snap, custom_sql, set_apply, full_copy, held, say, label=not whole
+        )
     phases["prepare"] = read_seconds + time.perf_counter() - t
 
-    plan = Plan() if whole else plan_barriers(routed, events, sub, full_copy)
+    with cost.phase("plan"):
+        plan = Plan() if whole else plan_barriers(routed, events, sub, full_copy)
     job = stream_job(config, sub, endpoint, first, set_apply=set_apply, segmented=bool(plan.barriers))
     st = Settings(
         sub.name,
@@ -258,35 +271,41 @@ def _subscription(
     phases["apply"] = applied.apply_seconds
 
     t = time.perf_counter()
-    ev = _union(spark, applied.events)
-    summary = summarize(
-        ev,
-        rounds=applied.rounds,
-        streams=job.streams,
-        commands=applied.commands,
-        transactions=applied.transactions,
-        apply_seconds=applied.apply_seconds,
-        segments=applied.segments,
-        snapshot_rows=loaded,
-        source=cs.origin,
-    )
-    say("verifying" if whole else f"{sub.name}: verifying")
-    final = sub_articles(schemas, sub, {n: len(v) for n, v in schemas.versions.items()})
-    failpoints.reach("verify.start")
-    try:
-        check = _verify(spark, cs, schemas, sub, endpoint, final, whole, routed, applied, ev)
-    except ApplierError:
-        raise
-    except Exception as e:  # noqa: BLE001 - a checker that crashes says unknown, never passes
-        if stop_of(e) is not None:
-            raise  # a signal that landed inside a C call: the run stops, it did not check
-        check = Check.unknown(f"verification failed: {type(e).__name__}: {e}")
+    with cost.phase("verify"):
+        ev = _union(spark, applied.events)
+        summary = summarize(
+            ev,
+            rounds=applied.rounds,
+            streams=job.streams,
+            commands=applied.commands,
+            transactions=applied.transactions,
+            apply_seconds=applied.apply_seconds,
+            segments=applied.segments,
+            snapshot_rows=loaded,
+            source=cs.origin,
+        )
+        say("verifying" if whole else f"{sub.name}: verifying")
+        final = sub_articles(schemas, sub, {n: len(v) for n, v in schemas.versions.items()})
+        failpoints.reach("verify.start")
+        try:
+            check = _verify(spark, cs, schemas, sub, endpoint, final, whole, routed, applied, ev)
+        except ApplierError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a checker that crashes says unknown, never passes
+            if stop_of(e) is not None:
+                raise  # a signal that landed inside a C call: the run stops, it did not check
+            check = Check.unknown(f"verification failed: {type(e).__name__}: {e}")
     phases["verify"] = time.perf_counter() - t
     if applied.planned is not None:
         applied.planned.unpersist()
     if not whole:
         routed.unpersist()
     fatal = applied.fatal or summary.fatal
+    t = time.perf_counter()
+    with cost.phase("report"):
+        schedule = schedule_rows(ev, work=wd / f"schedule-{sub.name.replace('/', '_')}")
+        conflicts = tuple(conflict_rows(ev))
+    phases["report"] = time.perf_counter() - t
     return SubscriptionResult(
         sub.name,
         endpoint.description,
@@ -298,8 +317,8 @@ def _subscription(
         tuple(plan.statements),
         tuple(applied.schema_changes),
         tuple(plan.procedures),
-        schedule_rows(ev, work=wd / f"schedule-{sub.name.replace('/', '_')}"),
-        tuple(conflict_rows(ev)),
+        schedule,
+        conflicts,
     )
 
 

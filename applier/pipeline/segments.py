@@ -40,6 +40,7 @@ from applier.distribute.statements import STATEMENT, decide
 from applier.errors import ApplierError
 from applier.partition.layout import lay_out
 from applier.partition.strategies import partition, with_rounds
+from applier.pipeline import cost
 from applier.plan.columns import row_bytes_bound
 from applier.records.events import AppliedProcedure, Schemas, SqlStatement
 from applier.sparkenv import cache_level
@@ -189,6 +190,57 @@ def _segment(
     """Plan, partition, lay out and apply one segment; its events (None: nothing to apply).
     ``known``: (first transaction, transactions, commands) of a stream whose transactions are
     consecutive and counted, read without a pass over it."""
+    with cost.phase("plan"):
+        planned = _plan(spark, rows, articles, k, st, known, work_dir, out, say)
+    if planned is None:
+        return None
+    planned, n_rounds, feed, commands = planned
+    name = st.name if k == 0 else f"{st.name}/{k}"
+    endpoint = st.job.endpoint
+    n = st.job.streams
+    job = replace(st.job, articles=articles, subscription=name, rounds=n_rounds, feed=feed)
+    say(
+        f"applying {commands} commands in {n_rounds} rounds on {n} streams" + (f" (segment {k})" if k else "")
+    )
+    stop = threading.Event()
+    poller = threading.Thread(
+        target=_poll_progress, args=(endpoint, name, n_rounds, progress, stop), daemon=True
+    )
+    poller.start()
+    t = time.perf_counter()
+    try:
+        with cost.phase("apply"):
+            events = apply_model(st.model)(
+                spark, planned, job, str(work_dir / f"events-{st.name.replace('/', '_')}-{k}")
+            )
+    finally:
+        stop.set()
+        poller.join(timeout=5)
+        if feed is not None:
+            shutil.rmtree(feed, ignore_errors=True)
+    out.apply_seconds += time.perf_counter() - t
+    progress("apply", n_rounds, n_rounds)
+    if keep_planned:
+        out.planned = planned
+    else:
+        planned.unpersist()
+    out.rounds += n_rounds
+    out.segments += 1
+    return events
+
+
+def _plan(
+    spark: SparkSession,
+    rows: DataFrame,
+    articles: tuple[Article, ...],
+    k: int,
+    st: Settings,
+    known: tuple[int, int, int] | None,
+    work_dir: Path,
+    out: Applied,
+    say: Say,
+) -> tuple[DataFrame, int, str | None, int] | None:
+    """One segment's planned stream (cached), its rounds, its feed folder and its commands."""
     t = time.perf_counter()
     say("planning rounds and streams" + (f" (segment {k})" if k else ""))
     indexed, n_rounds = with_rounds(rows, st.commit_batch_size, known[:2] if known else None)
@@ -223,34 +275,7 @@ def _segment(
     out.plan_seconds += time.perf_counter() - t
     out.commands += commands
     out.transactions += transactions
-    job = replace(st.job, articles=articles, subscription=name, rounds=n_rounds, feed=feed)
-    say(
-        f"applying {commands} commands in {n_rounds} rounds on {n} streams" + (f" (segment {k})" if k else "")
-    )
-    stop = threading.Event()
-    poller = threading.Thread(
-        target=_poll_progress, args=(endpoint, name, n_rounds, progress, stop), daemon=True
-    )
-    poller.start()
-    t = time.perf_counter()
-    try:
-        events = apply_model(st.model)(
-            spark, planned, job, str(work_dir / f"events-{st.name.replace('/', '_')}-{k}")
-        )
-    finally:
-        stop.set()
-        poller.join(timeout=5)
-        if feed is not None:
-            shutil.rmtree(feed, ignore_errors=True)
-    out.apply_seconds += time.perf_counter() - t
-    progress("apply", n_rounds, n_rounds)
-    if keep_planned:
-        out.planned = planned
-    else:
-        planned.unpersist()
-    out.rounds += n_rounds
-    out.segments += 1
-    return events
+    return planned, n_rounds, feed, commands
 
 
 def apply_segments(
@@ -289,14 +314,17 @@ def apply_segments(
         if committed:
             seg = seg.where(F.col("statement").isNull() | ~F.col("statement").isin(committed))
         articles = sub_articles(schemas, sub, versions)
-        if not out.fatal and (not plan.barriers or seg.limit(1).count()):
+        with cost.phase("plan"):
+            some = not out.fatal and (not plan.barriers or bool(seg.limit(1).count()))
+        if some:
             ev = _segment(spark, seg, articles, k, st, known, not plan.barriers, work_dir, out, say, progress)
             if ev is not None:
                 out.events.append(ev)
                 # A fatal round stops the run before the next barrier (none follows the last
                 # segment: the summary reports it from the events).
-                if b is not None and ev.where("kind = 'round' AND outcome = 'fatal'").limit(1).count():
-                    out.fatal = True
+                if b is not None:
+                    with cost.phase("apply"):
+                        out.fatal = bool(ev.where("kind = 'round' AND outcome = 'fatal'").limit(1).count())
                 k += 1
         if b is not None and not out.fatal:
             _barrier(b, sub, st, schemas, versions, articles, plan, committed, out, say)

@@ -14,8 +14,17 @@ from applier.results import RunResult
 _STYLE = {"converged": "bold green", "diverged": "bold red", "unknown": "bold yellow"}
 
 
-def print_run(result: RunResult, console: Console | None = None, show: int = 5) -> None:
-    """Every subscriber's summary; for [[subscriptions]] with what distribute did first."""
+def print_run(
+    result: RunResult,
+    console: Console | None = None,
+    show: int = 5,
+    *,
+    in_all: float | None = None,
+    profile: bool = False,
+) -> None:
+    """Every subscriber's summary; for [[subscriptions]] with what distribute did first.
+    ``in_all``: the seconds since the command started (Spark's and the target's start
+    included), printed after the summaries; ``profile``: the run's cost model too."""
     c = console or Console()
     for sub in result.subscriptions:
         if not result.implicit:
@@ -32,6 +41,46 @@ def print_run(result: RunResult, console: Console | None = None, show: int = 5) 
                     f"  schema change lsn {ch['lsn']} {ch['article']} -> version {ch['version']}: {ch['change']}"
                 )
         print_summary(subscription_report(sub, result.settings), c, show)
+    if profile:
+        print_cost(result.cost, c)
+    if in_all is not None:
+        run = f"; the run {result.seconds:.1f} s" if result.seconds is not None else ""
+        c.print(f"in all: {in_all:.1f} s from the command's start{run}", highlight=False)
+
+
+def print_cost(cost: Mapping[str, Mapping[str, Any]], console: Console | None = None) -> None:
+    """The cost model (applier.pipeline.cost): per phase its seconds, Spark jobs, stages, tasks
+    and the seconds Python workers spent starting (- where not measured: a cluster)."""
+    c = console or Console()
+    t = Table(title="where the run's time went (--profile)", title_justify="left")
+    for name in ("phase", "seconds", "Spark jobs", "stages", "tasks", "worker start s"):
+        t.add_column(name, justify="left" if name == "phase" else "right")
+    total = {"seconds": 0.0, "jobs": 0, "stages": 0, "tasks": 0, "worker_start_seconds": None}
+    for phase, x in cost.items():
+        ws = x.get("worker_start_seconds")
+        t.add_row(
+            phase,
+            f"{x['seconds']:.2f}",
+            str(x["jobs"]),
+            str(x["stages"]),
+            str(x["tasks"]),
+            "-" if ws is None else f"{ws:.2f}",
+        )
+        for k in ("seconds", "jobs", "stages", "tasks"):
+            total[k] += x[k]
+        if ws is not None:
+            total["worker_start_seconds"] = (total["worker_start_seconds"] or 0.0) + ws
+    ws = total["worker_start_seconds"]
+    t.add_row(
+        "all",
+        f"{total['seconds']:.2f}",
+        str(total["jobs"]),
+        str(total["stages"]),
+        str(total["tasks"]),
+        "-" if ws is None else f"{ws:.2f}",
+        style="bold",
+    )
+    c.print(t)
 
 
 def print_summary(report: Mapping[str, Any], console: Console | None = None, show: int = 5) -> None:

@@ -94,7 +94,7 @@ def subscription_report(sub: SubscriptionResult, settings: Mapping[str, Any]) ->
 def run_report(result: RunResult) -> dict[str, Any]:
     """A plain run's report is its one subscriber's; with [[subscriptions]], one per subscriber
     under ``subscriptions``, with the merged verdict and exit code."""
-    head = envelope(result.started, result.seconds)
+    head = {**envelope(result.started, result.seconds), "cost": {k: dict(v) for k, v in result.cost.items()}}
     if result.implicit and len(result.subscriptions) == 1:
         return {**head, **subscription_report(result.subscriptions[0], result.settings)}
     return {

@@ -27,7 +27,6 @@ from applier.values import dumps_sorted_image, encoder, key_text
 
 _ARROW = pa.schema([("article", pa.string()), ("key", pa.string()), ("image", pa.string())])
 MAX_ROWS_PER_TASK = 250_000  # rows one read task holds at most (evenly spread keys)
-_PART_SCHEMA = "article string, lo long, hi long, slice int, slices int"
 
 
 @dataclass(frozen=True)
@@ -111,15 +110,15 @@ def read_target(
         tasks = spark.sparkContext.defaultParallelism
     parts = plan_parts(articles, key_bounds(target, articles), tasks, max_rows) if articles else []
 
+    todo = [(p.article, p.lo, p.hi, p.slice, p.slices) for p in parts]
+
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         dialect = target.dialect
         failpoints.reach("verify.read")
         conn = target.connect()
         try:
             for b in batches:
-                for name, lo, hi, part, slices in zip(
-                    *(b.column(i).to_pylist() for i in range(5)), strict=True
-                ):
+                for name, lo, hi, part, slices in (todo[i] for i in b.column(0).to_pylist()):
                     a = by_name[name]
                     # the dict is built in sorted-name order: its image needs no sort per row
                     cols = sorted(
@@ -147,7 +146,6 @@ def read_target(
         finally:
             conn.close()
 
-    rows = [(p.article, p.lo, p.hi, p.slice, p.slices) for p in parts]
-    # one part per partition: parallelize puts element i alone in slice i
-    rdd = spark.sparkContext.parallelize(rows, max(1, len(rows)))
-    return spark.createDataFrame(rdd, _PART_SCHEMA).mapInArrow(read, SNAPSHOT_SCHEMA)
+    # Part i alone in partition i, read by its own task: the parts travel with the function,
+    # and no Python RDD is made of them (whose workers are another daemon than the SQL tasks').
+    return spark.range(0, len(todo), 1, max(1, len(todo))).mapInArrow(read, SNAPSHOT_SCHEMA)

@@ -1,0 +1,148 @@
+"""The cost model of a run: per phase, its seconds, the Spark jobs it ran, their stages and
+tasks, and the seconds Python workers spent starting while it ran.
+
+A run's fixed cost is mostly Spark's: every job is scheduled, its stages planned and its tasks
+sent, whatever the input's size. ``applier run --profile`` prints this table, the report keeps
+it (``cost``), and tests hold the count of jobs of a run to what it is.
+
+Jobs are counted by job group: each phase runs its jobs under a group of its own
+(``applier-<id>-<phase>``; the caller's group is put back after). Stages and tasks are those
+Spark ran, not the skipped ones whose output was already there. Worker start is what the
+Python daemon (:mod:`applier.sparkworker`) and its workers recorded in this process's worker
+folder: the daemon's preload and the imports tasks still made. It is known on a local master
+only (a cluster's workers write on their own machines): None elsewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+PHASES = ("prepare", "plan", "apply", "verify", "report")
+
+
+@dataclass
+class PhaseCost:
+    seconds: float = 0.0
+    jobs: int = 0
+    stages: int = 0
+    tasks: int = 0
+    worker_start: float | None = None  # seconds, None: not measured (a cluster)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seconds": round(self.seconds, 3),
+            "jobs": self.jobs,
+            "stages": self.stages,
+            "tasks": self.tasks,
+            "worker_start_seconds": None if self.worker_start is None else round(self.worker_start, 3),
+        }
+
+
+@dataclass
+class CostMeter:
+    """Counts the jobs each phase runs in ``spark`` (the calling thread's jobs)."""
+
+    spark: SparkSession
+    worker_log: Path | None = None
+    token: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    windows: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def group(self, phase: str) -> str:
+        return f"applier-{self.token}-{phase}"
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        sc = self.spark.sparkContext
+        before = {
+            k: sc.getLocalProperty(k)
+            for k in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+        }
+        sc.setJobGroup(self.group(name), f"applier {name}")
+        t, wall = time.perf_counter(), time.time()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
+            self.windows.setdefault(name, []).append((wall, time.time()))
+            for k, v in before.items():
+                sc.setLocalProperty(k, v)  # type: ignore[arg-type]  # None clears it
+
+    def costs(self) -> dict[str, PhaseCost]:
+        tracker = self.spark.sparkContext.statusTracker()
+        starts = self._worker_starts()
+        out: dict[str, PhaseCost] = {}
+        for name in self.seconds:
+            c = PhaseCost(seconds=self.seconds[name])
+            for job in tracker.getJobIdsForGroup(self.group(name)):
+                info = tracker.getJobInfo(job)
+                if info is None:
+                    continue
+                c.jobs += 1
+                for sid in info.stageIds:
+                    stage = tracker.getStageInfo(sid)
+                    ran = 0 if stage is None else stage.numCompletedTasks + stage.numFailedTasks
+                    if not ran:
+                        continue  # skipped: its output was there already
+                    c.stages += 1
+                    c.tasks += ran
+            if starts is not None:
+                c.worker_start = sum(
+                    s for t, s in starts if any(lo <= t <= hi for lo, hi in self.windows[name])
+                )
+            out[name] = c
+        return out
+
+    def _worker_starts(self) -> list[tuple[float, float]] | None:
+        if self.worker_log is None or not self.worker_log.is_dir():
+            return None
+        out = []
+        for f in self.worker_log.glob("workers-*.jsonl"):
+            with contextlib.suppress(OSError):
+                for line in f.read_text(encoding="utf-8").splitlines():
+                    with contextlib.suppress(ValueError, KeyError, TypeError):
+                        r = json.loads(line)
+                        out.append((float(r["t"]), float(r["seconds"])))
+        return out
+
+
+_METER: ContextVar[CostMeter | None] = ContextVar("applier_cost_meter", default=None)
+
+
+def meter_for(spark: SparkSession) -> CostMeter:
+    """A meter for one run in ``spark``; worker start is read where this process started the
+    local Spark (its worker folder), None otherwise."""
+    from applier import sparkenv
+
+    return CostMeter(spark, sparkenv.started_worker_log())
+
+
+@contextlib.contextmanager
+def metering(meter: CostMeter) -> Iterator[CostMeter]:
+    """Within it, :func:`phase` counts into ``meter``."""
+    token = _METER.set(meter)
+    try:
+        yield meter
+    finally:
+        _METER.reset(token)
+
+
+@contextlib.contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Count what runs within into the current meter's ``name`` (nothing without one)."""
+    meter = _METER.get()
+    if meter is None:
+        yield
+        return
+    with meter.phase(name):
+        yield
