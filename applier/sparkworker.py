@@ -123,14 +123,14 @@ def main() -> None:
     _log({"event": "preload", "t": time.time(), "seconds": seconds, "modules": len(loaded), "why": why})
     forked = daemon.worker
 
-    def worker(sock: Any, authenticated: bool) -> int:
+    def worker(*args: Any, **kwargs: Any) -> int:
         # In the forked child, once per task (reused workers run several).
         clock = builtins.__import__
         if not isinstance(clock, ImportClock):
             clock = builtins.__import__ = ImportClock(clock)
         before = clock.seconds
         try:
-            return forked(sock, authenticated)
+            return forked(*args, **kwargs)
         finally:
             spent = clock.seconds - before
             if spent > 0.001:

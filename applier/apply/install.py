@@ -191,8 +191,8 @@ def load_snapshot(
     # a shuffle of every image; fewer partitions than loaders are spread out (repartition).
     have = snapshot.rdd.getNumPartitions()
     spread = snapshot.coalesce(partitions) if have >= partitions else snapshot.repartition(partitions)
-    n = spread.mapInArrow(load, "n long").groupBy().sum("n").collect()[0][0]
-    return int(n or 0)
+    # one row per task: summed here, not by a shuffle (two more Spark jobs under AQE)
+    return sum(int(r["n"]) for r in spread.mapInArrow(load, "n long").collect())
 
 
 def add_constraints(target: Endpoint, articles: Sequence[Article]) -> int:

@@ -1,7 +1,7 @@
 """`applier run` as a CI job sees it: nothing on stderr but applier's own lines (the JVM's
 start-up warnings and Spark's log are in spark.log in the run's folder), every reset said
 once, the reports written (JSON with its envelope, JUnit valid against the XSD); and `-v`
-brings Spark's lines back to the console."""
+brings Spark's lines back to the console; `--profile` prints the run's cost model."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ def test_the_demo_prints_nothing_on_stderr_and_writes_every_report(tmp_path):
             str(out / "junit.xml"),
             "--html",
             str(out / "report.html"),
+            "--profile",
         ],
         capture_output=True,
         text=True,
@@ -63,6 +64,14 @@ def test_the_demo_prints_nothing_on_stderr_and_writes_every_report(tmp_path):
     assert "JUnit XML:" in p.stdout and "Spark log:" in p.stdout and "HTML report:" in p.stdout
     page = (out / "report.html").read_text()
     assert page.count('class="lane"') == streams and "CONVERGED" in page
+    # --profile: the report's cost, as a table, and the wall time since the command started
+    assert "where the run's time went (--profile)" in p.stdout
+    for phase, c in doc["cost"].items():
+        row = next(r for r in (ln.split() for ln in p.stdout.splitlines()) if r[:3] == ["│", phase, "│"])
+        assert row[3:10:2] == [f"{c['seconds']:.2f}", str(c["jobs"]), str(c["stages"]), str(c["tasks"])]
+    assert sum(c["jobs"] for c in doc["cost"].values()) <= 26  # the folds stay folded
+    in_all = next(ln for ln in p.stdout.splitlines() if ln.startswith("in all: "))
+    assert float(in_all.split()[2]) >= doc["seconds"]
 
 
 @pytest.mark.e2e

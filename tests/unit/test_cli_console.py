@@ -198,3 +198,20 @@ def test_a_bad_applier_target_is_named_as_the_variable(monkeypatch, capsys):
     assert cli.main(["run"]) == 2
     err = capsys.readouterr().err
     assert "$APPLIER_TARGET" in err and "--target" not in err and "did you mean 'embedded'?" in err
+
+
+def test_the_profile_table_lists_each_phase_and_their_sum() -> None:
+    from applier.report.console import print_cost
+
+    cost = {
+        "prepare": {"seconds": 1.25, "jobs": 1, "stages": 1, "tasks": 4, "worker_start_seconds": 0.6},
+        "plan": {"seconds": 2.0, "jobs": 11, "stages": 12, "tasks": 53, "worker_start_seconds": 0.0},
+        "verify": {"seconds": 0.5, "jobs": 3, "stages": 3, "tasks": 9, "worker_start_seconds": None},
+    }
+    out = io.StringIO()
+    print_cost(cost, Console(file=out, width=120))
+    lines = out.getvalue().splitlines()
+    row = {ln.split()[1]: ln.split() for ln in lines if ln.startswith("│")}
+    assert row["prepare"][3:12:2] == ["1.25", "1", "1", "4", "0.60"]
+    assert row["verify"][11] == "-"  # not measured: a cluster's workers
+    assert row["all"][3:12:2] == ["3.75", "15", "16", "66", "0.60"]

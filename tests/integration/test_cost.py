@@ -1,0 +1,45 @@
+"""The cost model of a run (issue 32): per phase its seconds, Spark jobs, stages, tasks and the
+seconds Python workers spent starting, counted from Spark's own status, not estimated."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from applier.config import demo_config
+from tests.integration.helpers import run
+
+pytestmark = pytest.mark.integration
+
+PHASES = ("prepare", "plan", "apply", "verify", "report")
+# The jobs a generated run of one segment takes at most, phase by phase: a fold undone (a
+# tally, a count, a sniff run as a job of its own) fails here first.
+MAX_JOBS = {"prepare": 1, "plan": 11, "apply": 1, "verify": 9, "report": 4}
+
+
+def _cfg(name: str):  # type: ignore[no-untyped-def]
+    cfg = demo_config()
+    return cfg.replace(
+        workload=dataclasses.replace(cfg.workload, transactions=200),
+        run=dataclasses.replace(cfg.run, subscription=name),
+    )
+
+
+def test_a_run_s_cost_counts_its_jobs_per_phase_and_a_warm_run_starts_no_worker(spark, target) -> None:
+    first, _ = run(spark, _cfg("cost-1"), target)
+    second, report = run(spark, _cfg("cost-2"), target)
+    assert second.verdict.value == "converged"
+    cost = second.cost
+    assert tuple(cost) == PHASES
+    for phase, c in cost.items():
+        assert 1 <= c["jobs"] <= MAX_JOBS[phase], (phase, c)
+        assert c["stages"] >= 1 and c["tasks"] >= c["stages"], (phase, c)
+        assert c["seconds"] == pytest.approx(report["phases_seconds"][phase], abs=0.05)
+    # the same run twice: the same jobs (nothing in the count depends on timing)
+    assert {p: c["jobs"] for p, c in first.cost.items()} == {p: c["jobs"] for p, c in cost.items()}
+    # a local master: measured; the second run's workers were forked from the preloading
+    # daemon (or reused): they spent next to nothing starting
+    assert all(c["worker_start_seconds"] is not None for c in cost.values())
+    assert sum(c["worker_start_seconds"] for c in cost.values()) < 0.1, cost
+    assert sum(c["seconds"] for c in cost.values()) <= second.seconds
