@@ -26,6 +26,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -273,6 +274,52 @@ def _writable(path: Path, name: str, folder: bool) -> None:
         raise ConfigError(f"{where}: {near} is not writable")
 
 
+class Starting:
+    """``start()`` called in a thread of its own (a daemon: it never holds the process up);
+    ``result()`` waits for its value or raises what it raised."""
+
+    def __init__(self, start: Callable[[], Any]) -> None:
+        import threading
+
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                self._value = start()
+            except BaseException as e:  # noqa: BLE001 - handed to result()
+                self._error = e
+
+        self._thread = threading.Thread(target=run, name="applier-spark-start", daemon=True)
+        self._thread.start()
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def small_run(config: Config, changes: str | Path | None, capture: Options | None = None) -> bool:
+    """A run small enough for a JVM that compiles with C1 alone (sparkenv.QUICK_JIT): a
+    generated stream of at most QUICK_JIT_COMMANDS commands, or change files of at most ~100
+    bytes a command of that (a capture read from its source database: not known, not small)."""
+    from applier.sparkenv import QUICK_JIT_COMMANDS
+
+    if capture is not None and capture.source is not None:
+        return False
+    if changes is None:
+        return config.workload.commands <= QUICK_JIT_COMMANDS
+    p = Path(changes)
+    if not p.exists():
+        return False  # not known (a URL, a cluster's path)
+    try:
+        files = [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file()]
+        return sum(f.stat().st_size for f in files) <= QUICK_JIT_COMMANDS * 100
+    except OSError:
+        return False
+
+
 def _run(
     config: Config,
     target: Target | Endpoint | str | None,
@@ -289,16 +336,26 @@ def _run(
     with contextlib.ExitStack() as stack:
         if target is None or isinstance(target, str):
             target = Target.parse(target)
-        if isinstance(target, Target) and not target.started:
-            stack.enter_context(target)
-        ends = endpoints(config, target)
         slots = needed_slots(config)
+        starting = None
         if spark is None:
             note = spark_note(config.spark)
             if note is not None:
                 logging.getLogger(__name__).warning(note)
             s = config.spark
-            spark = spark_session(slots, master=s.master, conf=dict(s.conf), master_as="master")
+            quick = small_run(config, changes, capture)
+            # Spark's JVM starts while the target does (each ~1.5-2.5 s): the target in this
+            # thread, which keeps its signal handlers; the session in another.
+            starting = Starting(
+                lambda: spark_session(
+                    slots, master=s.master, conf=dict(s.conf), master_as="master", quick_jit=quick
+                )
+            )
+        if isinstance(target, Target) and not target.started:
+            stack.enter_context(target)
+        ends = endpoints(config, target)
+        if starting is not None:
+            spark = starting.result()
         # Before anything is generated or installed: N streams need N task slots at once.
         check_slots(spark, slots, config.spark.slot_wait)
         result = pipeline.run(

@@ -96,7 +96,7 @@ def applier_spark(pytestconfig: pytest.Config) -> Iterator[SparkSession]:
     from applier.sparkenv import spark_session
 
     had = SparkSession.getActiveSession() is not None
-    spark = spark_session(int(pytestconfig.getoption("applier_spark_slots", DEFAULT_SLOTS)))
+    spark = spark_session(int(pytestconfig.getoption("applier_spark_slots", DEFAULT_SLOTS)), quick_jit=True)
     yield spark
     if not had:
         spark.stop()

@@ -14,7 +14,8 @@ import pytest
 def spark():  # type: ignore[no-untyped-def]
     from applier.sparkenv import spark_session
 
-    s = spark_session(8, app="applier-tests")
+    # the suite's runs are small: C1 alone (sparkenv.QUICK_JIT; APPLIER_JIT=full overrides)
+    s = spark_session(8, app="applier-tests", quick_jit=True)
     yield s
     s.stop()
 

@@ -19,7 +19,7 @@ def cmd_streams(
 
     config = config_of(a)
     capture = capture_of(a)
-    spark = spark_session(2)
+    spark = spark_session(2, quick_jit=True)
     sm = stream_map(spark, config, a.changes, capture, a.streams)
     keys = sm.keys
     if a.article:

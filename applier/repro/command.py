@@ -95,7 +95,7 @@ def _inputs(p: argparse.ArgumentParser) -> None:
 def _spark(streams: int) -> Any:
     from applier.sparkenv import spark_session
 
-    return spark_session(max(streams, 2))
+    return spark_session(max(streams, 2), quick_jit=True)
 
 
 def _target(spec: str | None) -> Any:

@@ -100,3 +100,37 @@ def test_stale_recordings_of_dead_processes_are_removed(tmp_path: Path) -> None:
         f.write_bytes(b"x")
     a.clear_stale()
     assert not stale.exists() and live.exists() and odd.exists()
+
+
+def test_quick_jit_is_asked_for_and_the_environment_rules(monkeypatch) -> None:
+    from applier.sparkenv import JIT_ENV, quick_jit_chosen
+
+    monkeypatch.delenv(JIT_ENV, raising=False)
+    assert quick_jit_chosen(True) and not quick_jit_chosen(False) and not quick_jit_chosen(None)
+    monkeypatch.setenv(JIT_ENV, "full")
+    assert not quick_jit_chosen(True)
+    monkeypatch.setenv(JIT_ENV, "QUICK")
+    assert quick_jit_chosen(None)
+    monkeypatch.setenv(JIT_ENV, "fast")  # not a choice: the caller's
+    assert not quick_jit_chosen(False)
+
+
+def test_a_small_run_is_a_small_generated_stream_or_small_change_files(tmp_path) -> None:
+    import dataclasses
+
+    from applier.api import small_run
+    from applier.config import demo_config
+    from applier.sources.formats import Options
+    from applier.sparkenv import QUICK_JIT_COMMANDS
+
+    cfg = demo_config()
+    assert small_run(cfg, None)  # 10,000 commands
+    big = cfg.replace(workload=dataclasses.replace(cfg.workload, transactions=QUICK_JIT_COMMANDS))
+    assert big.workload.commands > QUICK_JIT_COMMANDS and not small_run(big, None)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "part-0.jsonl").write_bytes(b"x" * 1000)
+    assert small_run(big, tmp_path / "c")  # the files' size, not the workload's
+    (tmp_path / "c" / "part-1.jsonl").write_bytes(b"x" * (QUICK_JIT_COMMANDS * 100))
+    assert not small_run(cfg, tmp_path / "c")
+    assert not small_run(cfg, None, Options(format="mssql-cdc", source="Driver=x"))  # not known
+    assert not small_run(cfg, tmp_path / "missing")
