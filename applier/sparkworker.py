@@ -39,10 +39,13 @@ LOG_ENV = "APPLIER_WORKER_LOG"
 PRELOAD = (
     "pyspark.worker",
     "pyarrow",
+    "pyarrow.compute",
+    "pyarrow.dataset",  # and pyarrow._acero: Table.group_by (applier.apply.digest)
     "pandas",
     "pyodbc",
     "pydantic",
     "applier.apply.streams",
+    "applier.apply.digest",
     "applier.apply.install",
     "applier.apply.job",
     "applier.apply.agent",
@@ -103,6 +106,7 @@ class ImportClock:
         self.original = original
         self.seconds = 0.0
         self.depth = 0
+        self.names: list[str] = []  # what was imported, outermost, in order
 
     def __call__(self, name: str, *args: Any, **kwargs: Any) -> Any:
         if self.depth or name in sys.modules:
@@ -114,6 +118,7 @@ class ImportClock:
         finally:
             self.depth -= 1
             self.seconds += time.perf_counter() - t
+            self.names.append(name)
 
 
 def main() -> None:
@@ -128,13 +133,20 @@ def main() -> None:
         clock = builtins.__import__
         if not isinstance(clock, ImportClock):
             clock = builtins.__import__ = ImportClock(clock)
-        before = clock.seconds
+        before, names = clock.seconds, len(clock.names)
         try:
             return forked(*args, **kwargs)
         finally:
             spent = clock.seconds - before
             if spent > 0.001:
-                _log({"event": "imports", "t": time.time(), "seconds": spent})
+                _log(
+                    {
+                        "event": "imports",
+                        "t": time.time(),
+                        "seconds": spent,
+                        "modules": clock.names[names:][:20],
+                    }
+                )
 
     daemon.worker = worker
     daemon.manager()

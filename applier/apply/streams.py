@@ -132,7 +132,7 @@ def write_feed(
 
     with arrow_batches_by_rows(spark, row_bytes):
         got = planned.mapInArrow(write, "stream int, rows long").collect()
-    rows = [0] * planned.rdd.getNumPartitions()
+    rows = [0] * len(got)  # every task yields its row, an empty stream's too
     for r in got:
         rows[int(r["stream"])] = int(r["rows"])
     return rows

@@ -1,4 +1,5 @@
-"""The apply stage's summary of one subscriber, tallied from its events in two Spark jobs."""
+"""The apply stage's summary of one subscriber, from its events' digest (one Spark job:
+:mod:`applier.apply.digest`)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import json
 from typing import Any
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
+from applier.apply.digest import TIMELINE_ROUNDS, EventDigest, digest_events
 from applier.results import CONFLICT_CLASSES, ApplySummary
 
 RESET_LOG_SHOWN = 50  # reset lines kept in the summary (the events keep every one)
@@ -24,31 +25,27 @@ def summarize(
     segments: int = 1,
     snapshot_rows: int = 0,
     source: str = "",
+    digest: EventDigest | None = None,
 ) -> ApplySummary:
     """Outcomes, conflicts and rounds counted over the events; the reset log and the per-stream
-    figures from the few ``log`` and ``stream`` events."""
+    figures from the few ``log`` and ``stream`` events. ``digest``: the events' digest, if the
+    caller has it (one Spark job: :func:`applier.apply.digest.digest_events`)."""
+    d = digest if digest is not None else digest_events(events)
     outcomes: dict[str, int] = {}
     conflicts: dict[str, int] = {}
     by_round: dict[str, int] = {}
-    tallies = (
-        events.where("kind IN ('command', 'batch', 'conflict', 'round')")
-        .groupBy("kind", "outcome", "class")
-        .agg(F.sum(F.when(F.col("kind") == "batch", F.col("n")).otherwise(F.lit(1))).alias("count"))
-        .collect()
-    )
-    for r in tallies:
-        kind, count = r["kind"], int(r["count"])
+    for (kind, outcome, cls), count in d.tallies.items():
         if kind in ("command", "batch"):
-            outcomes[r["outcome"]] = outcomes.get(r["outcome"], 0) + count
+            outcomes[outcome] = outcomes.get(outcome, 0) + count
         elif kind == "conflict":
-            conflicts[r["class"]] = conflicts.get(r["class"], 0) + count
+            conflicts[cls] = conflicts.get(cls, 0) + count
         else:
-            by_round[r["outcome"]] = by_round.get(r["outcome"], 0) + count
-    few = events.where("kind IN ('log', 'stream')").collect()
+            by_round[outcome] = by_round.get(outcome, 0) + count
+    few = d.of("log", "stream")
     log_rows = sorted(
         (r for r in few if r["kind"] == "log"), key=lambda r: (r["round"] is not None, r["round"] or 0)
     )[:RESET_LOG_SHOWN]
-    logs = reset_log(events, log_rows, streams)
+    logs = reset_log(d, log_rows, streams)
     stream_stats = tuple(
         {
             "stream": r["stream"],
@@ -77,22 +74,17 @@ def summarize(
         segments=segments,
         snapshot_rows=snapshot_rows,
         source=source,
-        timeline=timeline(events, streams, rounds),
+        timeline=timeline(d, streams, rounds),
     )
 
 
-def reset_log(events: DataFrame, log_rows: list[Any], streams: int) -> tuple[dict[str, Any], ...]:
+def reset_log(digest: EventDigest, log_rows: list[Any], streams: int) -> tuple[dict[str, Any], ...]:
     """One entry per reset (or other line of the apply's log): its round, the classes that
     caused it and which stream met which (the round's conflicts), and the agent's message."""
-    rounds = [r["round"] for r in log_rows if r["round"] is not None]
+    rounds = {r["round"] for r in log_rows if r["round"] is not None}
     by_round: dict[int, list[dict[str, Any]]] = {}
-    if rounds:
-        for c in (
-            events.where("kind = 'conflict' AND outcome IS NULL")
-            .where(F.col("round").isin(rounds))
-            .select("round", "stream", "class", "lsn")
-            .collect()
-        ):
+    for c in digest.of("conflict"):
+        if c["outcome"] is None and c["round"] in rounds:
             by_round.setdefault(c["round"], []).append(
                 {"stream": c["stream"], "class": c["class"], "lsn": c["lsn"]}
             )
@@ -114,39 +106,32 @@ def reset_log(events: DataFrame, log_rows: list[Any], streams: int) -> tuple[dic
     return tuple(out)
 
 
-TIMELINE_ROUNDS = 2000  # rounds drawn in the timeline (the first ones; every round is in the events)
 SERIES_POINTS = 200  # points of the commands/s series at most
 
 
-def timeline(events: DataFrame, streams: int, rounds: int) -> dict[str, Any]:
+def timeline(digest: EventDigest, streams: int, rounds: int) -> dict[str, Any]:
     """What the HTML report draws: the rounds (parallel, reset, fatal) with their wall times,
     every stream's share of each (committed, conflict, rolled back, re-applied on the single
     connection), and the commands committed per second over the apply (from the shares that
     committed, at their commit). Times are seconds since the apply started (``t0``, epoch
-    seconds). One Spark job (two for the independent model, which writes no share events)."""
-    timed = events.where("t_exec IS NOT NULL")
-    shares = (
-        timed.where(f"kind IN ('share', 'round') AND (round IS NULL OR round < {TIMELINE_ROUNDS})")
-        .select("kind", "stream", "round", "outcome", "class", "n", "t_exec", "t_commit")
-        .collect()
-    )
-    if not shares:
+    seconds). From the events' digest: no Spark job of its own."""
+    shares: list[dict[str, Any]] = digest.of("share", "round")
+    if not any(r["kind"] == "share" for r in shares):
         # The independent model: one segment per (stream, round, outcome) of the commands' own
         # times (its rounds are the plan's, its transactions commit one by one).
-        shares = (
-            timed.where(f"kind IN ('batch', 'command') AND round < {TIMELINE_ROUNDS}")
-            .groupBy("stream", "round", "outcome")
-            .agg(
-                F.min("t_exec").alias("t_exec"),
-                F.max(F.coalesce("t_commit", "t_exec")).alias("t_commit"),
-                F.sum(F.coalesce("n", F.lit(1))).alias("n"),
-                F.first("class", ignorenulls=True).alias("class"),
-            )
-            .select(
-                F.lit("share").alias("kind"), "stream", "round", "outcome", "class", "n", "t_exec", "t_commit"
-            )
-            .collect()
-        )
+        shares = [
+            {
+                "kind": "share",
+                "stream": stream,
+                "round": rnd,
+                "outcome": outcome,
+                "class": cls,
+                "n": n,
+                "t_exec": lo,
+                "t_commit": hi,
+            }
+            for (stream, rnd, outcome), (lo, hi, n, cls) in digest.segments.items()
+        ]
     if not shares:
         return {}
     t0 = min(r["t_exec"] for r in shares)

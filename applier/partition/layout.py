@@ -6,9 +6,10 @@ plan phase), and the apply stage only applies.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -17,19 +18,44 @@ from applier.plan.columns import column_types, value_class, value_columns
 from applier.records.schema import SHARE_FIELDS
 
 
-def route_values(spark: SparkSession, n: int) -> dict[int, int]:
-    """For each stream s, a long v with pmod(hash(v), n) == s: repartition(n, v) then puts
-    stream s in partition s (Spark's hash partitioning is that same Murmur3 hash)."""
-    rows = (
-        spark.range(0, 64 * n + 1024)
-        .select("id", F.expr(f"pmod(hash(id), {n})").alias("b"))
-        .groupBy("b")
-        .agg(F.min("id").alias("v"))
-        .collect()
-    )
-    route = {int(r["b"]): int(r["v"]) for r in rows}
-    if len(route) != n:
-        raise RuntimeError(f"could not route {n} streams to partitions")
+def spark_hash_long(v: int, seed: int = 42) -> int:
+    """Spark SQL's ``hash()`` of a long: Murmur3 x86 32-bit of its two 32-bit halves, low
+    first, seed 42 (``Murmur3_x86_32.hashLong``), as a signed int."""
+
+    def mix_k1(k: int) -> int:
+        k = (k * 0xCC9E2D51) & 0xFFFFFFFF
+        k = ((k << 15) | (k >> 17)) & 0xFFFFFFFF
+        return (k * 0x1B873593) & 0xFFFFFFFF
+
+    def mix_h1(h: int, k: int) -> int:
+        h ^= k
+        h = ((h << 13) | (h >> 19)) & 0xFFFFFFFF
+        return (h * 5 + 0xE6546B64) & 0xFFFFFFFF
+
+    v &= 0xFFFFFFFFFFFFFFFF
+    h = mix_h1(mix_h1(seed & 0xFFFFFFFF, mix_k1(v & 0xFFFFFFFF)), mix_k1(v >> 32))
+    h ^= 8
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    h ^= h >> 16
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+@functools.lru_cache(maxsize=64)
+def route_values(n: int) -> dict[int, int]:
+    """For each stream s, the least long v >= 0 with pmod(hash(v), n) == s: repartition(n, v)
+    then puts stream s in partition s (Spark's hash partitioning is that same Murmur3 hash).
+    Computed here, not by a Spark job (two, under AQE, in every run's plan phase); a test
+    holds it to what Spark computes."""
+    route: dict[int, int] = {}
+    v = 0
+    while len(route) < n:
+        if v > 64 * n + 1024:
+            raise RuntimeError(f"could not route {n} streams to partitions")
+        route.setdefault(spark_hash_long(v) % n, v)
+        v += 1
     return route
 
 
@@ -81,7 +107,7 @@ def lay_out(
     if keyed:
         drop = (F.col("op") == "U") & F.col("article").isin(keyed) & F.col("key_before").isNotNull()
         partitioned = partitioned.withColumn("before", F.when(drop, F.lit(None)).otherwise(F.col("before")))
-    route = route_values(partitioned.sparkSession, n)
+    route = route_values(n)
     mapping = F.create_map(*[x for s, v in sorted(route.items()) for x in (F.lit(s), F.lit(v).cast("long"))])
     cols = list(SHARE_FIELDS) + (["deps"] if "deps" in partitioned.columns else [])
     laid_out = (

@@ -129,7 +129,10 @@ def partition(df: DataFrame, strategy: str, n: int, articles: Sequence[Article] 
 
 
 def with_rounds(
-    df: DataFrame, commit_batch_size: int, known: tuple[int, int] | None = None
+    df: DataFrame,
+    commit_batch_size: int,
+    known: tuple[int, int] | None = None,
+    counts: dict[str, int] | None = None,
 ) -> tuple[DataFrame, int]:
     """Add ``xact_index`` (dense, 0-based, in commit order) and ``round``; return the count of rounds.
 
@@ -137,7 +140,8 @@ def with_rounds(
     files), the index is ``xact_seqno - min``: one aggregate, no sort and no join. Otherwise
     the distinct transactions are sorted and zipped with their index on the executors.
     Either way nothing but a few numbers reaches the driver. ``known`` (first transaction,
-    count), for a stream whose transactions are known consecutive, reads nothing.
+    count), for a stream whose transactions are known consecutive, reads nothing. ``counts``
+    gets the stream's ``commands`` and ``transactions`` where they were read (not ``known``).
     """
     if known is not None:
         lo, n_xacts, consecutive = known[0], known[1], True
@@ -146,8 +150,11 @@ def with_rounds(
             F.min("xact_seqno").alias("lo"),
             F.max("xact_seqno").alias("hi"),
             F.countDistinct("xact_seqno").alias("n"),
+            F.count("*").alias("c"),
         ).collect()[0]
         n_xacts = int(stats["n"] or 0)
+        if counts is not None:
+            counts.update(commands=int(stats["c"] or 0), transactions=n_xacts)
         lo = int(stats["lo"]) if n_xacts else 0
         consecutive = bool(n_xacts) and int(stats["hi"]) - lo + 1 == n_xacts
     if not n_xacts:  # nothing to apply (a subscription whose filter takes no command)

@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from applier import failpoints, leftovers
+from applier.apply.digest import digest_events
 from applier.apply.events import EVENT_SCHEMA
 from applier.apply.gate import ScheduleSpec, order_of
 from applier.apply.install import add_constraints, install, load_snapshot
@@ -273,6 +274,7 @@ def _subscription(
     t = time.perf_counter()
     with cost.phase("verify"):
         ev = _union(spark, applied.events)
+        digest = digest_events(ev)
         summary = summarize(
             ev,
             rounds=applied.rounds,
@@ -283,6 +285,7 @@ def _subscription(
             segments=applied.segments,
             snapshot_rows=loaded,
             source=cs.origin,
+            digest=digest,
         )
         say("verifying" if whole else f"{sub.name}: verifying")
         final = sub_articles(schemas, sub, {n: len(v) for n, v in schemas.versions.items()})
@@ -303,8 +306,8 @@ def _subscription(
     fatal = applied.fatal or summary.fatal
     t = time.perf_counter()
     with cost.phase("report"):
-        schedule = schedule_rows(ev, work=wd / f"schedule-{sub.name.replace('/', '_')}")
-        conflicts = tuple(conflict_rows(ev))
+        schedule = schedule_rows(ev, work=wd / f"schedule-{sub.name.replace('/', '_')}", digest=digest)
+        conflicts = tuple(conflict_rows(ev, digest))
     phases["report"] = time.perf_counter() - t
     return SubscriptionResult(
         sub.name,

@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from applier import leftovers
+from applier.apply.digest import EventDigest
 from applier.errors import InputError
 from applier.sparkenv import write_run_parquet
 
@@ -105,6 +106,7 @@ def schedule_rows(
     keep_chars: int = KEEP_CHARS,
     part_chars: int = KEEP_CHARS,
     work: str | Path | None = None,
+    digest: EventDigest | None = None,
 ) -> Sequence[Mapping[str, Any]]:
     """The steps of the run's events, in the order they ran (a controlled schedule's own
     order; else by start time, then stream). A schedule longer than ``keep_chars`` is a
@@ -113,14 +115,19 @@ def schedule_rows(
     share, as the run's events; default: a new local one; removed once read), and the driver
     streams those files in order into the schedule's file."""
     steps = events.where("kind = 'step'").select(*_STEP_COLUMNS)
-    size = steps.agg(
-        F.count("*").alias("steps"),
-        F.count("n").alias("numbered"),
-        F.coalesce(F.sum(F.length("message")), F.lit(0)).alias("chars"),
-    ).collect()[0]
-    n_steps = int(size["steps"])
-    controlled = n_steps > 0 and int(size["numbered"]) == n_steps
-    if int(size["chars"]) <= keep_chars:
+    if digest is None:
+        size = steps.agg(
+            F.count("*").alias("steps"),
+            F.count("n").alias("numbered"),
+            F.coalesce(F.sum(F.length("message")), F.lit(0)).alias("chars"),
+        ).collect()[0]
+        n_steps, numbered, chars = int(size["steps"]), int(size["numbered"]), int(size["chars"])
+    else:  # the events' digest has counted them already
+        n_steps, numbered, chars = digest.steps, digest.numbered_steps, digest.step_chars
+    controlled = n_steps > 0 and numbered == n_steps
+    if not n_steps:
+        return []
+    if chars <= keep_chars:
         rows = steps.collect()
         rows.sort(
             key=(lambda r: (r["n"], 0.0, r["stream"]))
@@ -129,7 +136,7 @@ def schedule_rows(
         )
         return [_step(i, r) for i, r in enumerate(rows)]
     by = ("n", "stream") if controlled else ("t_exec", "stream", "round")
-    parts = max(1, -(-int(size["chars"]) // max(part_chars, 1)))
+    parts = max(1, -(-chars // max(part_chars, 1)))
     ordered = steps.repartitionByRange(parts, *by).sortWithinPartitions(*by)
     folder = leftovers.owned_dir("applier-work-")
     path = folder / "schedule.jsonl"
@@ -156,9 +163,15 @@ def _in_order(folder: Path) -> Iterator[Mapping[str, Any]]:
                 yield from batch.to_pylist()
 
 
-def conflict_rows(events: DataFrame) -> list[tuple[int | None, int | None, str]]:
-    """(lsn, stream, class) of every conflict, sorted: what a replay compares."""
-    rows = events.where("kind = 'conflict'").select("lsn", "stream", "class").collect()
+def conflict_rows(
+    events: DataFrame, digest: EventDigest | None = None
+) -> list[tuple[int | None, int | None, str]]:
+    """(lsn, stream, class) of every conflict, sorted: what a replay compares (from the events'
+    digest where the caller has it)."""
+    if digest is not None:
+        rows: list[Any] = digest.of("conflict")
+    else:
+        rows = events.where("kind = 'conflict'").select("lsn", "stream", "class").collect()
     return sorted(
         ((r["lsn"], r["stream"], r["class"]) for r in rows),
         key=lambda x: (x[0] or -1, x[1] or -1, x[2] or ""),
