@@ -112,7 +112,7 @@ def run(
     report: str | Path | None = None,
     work_dir: str | Path | None = None,
     resume: bool = False,
-    spark: SparkSession | None = None,
+    spark: SparkSession | Starting | None = None,
     on_phase: Callable[[str], None] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     out_dir: str | Path | None = None,
@@ -149,7 +149,8 @@ def run(
     try:
         config = check_config(config)
         config = config.replace(spark=spark_of(config, master, spark_conf, slot_wait))
-        if spark is None and not under_spark_submit():  # a local[K] too small: refused before any JVM starts
+        if not isinstance(spark, SparkSession) and not under_spark_submit():
+            # a local[K] too small: refused before any JVM starts
             check_local_master(choose_master(config.spark.master, "master"), needed_slots(config))
         check_paths(changes, snapshot, custom_sql, report, work_dir, capture=capture)
         for key, path in (("junit", junit), ("html", html)):
@@ -300,6 +301,29 @@ class Starting:
         return self._value
 
 
+def start_spark(
+    config: Config, changes: str | Path | None = None, capture: Options | None = None
+) -> Starting | None:
+    """The session ``run(config, ...)`` would start, started now in the background (pass the
+    result as ``spark=``): the CLI starts it while it starts the target. None where ``run``
+    would refuse the configuration or use a session that exists (spark-submit, an active one):
+    ``run`` then does what it does without it."""
+    if under_spark_submit() or SparkSession.getActiveSession() is not None:
+        return None
+    try:
+        config = check_config(config)
+        config = config.replace(spark=spark_of(config, None, None, None))
+        slots = needed_slots(config)
+        check_local_master(choose_master(config.spark.master, "master"), slots)
+    except Exception:  # noqa: BLE001 - run() says what is wrong, with its reports
+        return None
+    s = config.spark
+    quick = small_run(config, changes, capture)
+    return Starting(
+        lambda: spark_session(slots, master=s.master, conf=dict(s.conf), master_as="master", quick_jit=quick)
+    )
+
+
 def small_run(config: Config, changes: str | Path | None, capture: Options | None = None) -> bool:
     """A run small enough for a JVM that compiles with C1 alone (sparkenv.QUICK_JIT): a
     generated stream of at most QUICK_JIT_COMMANDS commands, or change files of at most ~100
@@ -328,7 +352,7 @@ def _run(
     custom_sql: Sequence[str | Path],
     work_dir: str | Path | None,
     resume: bool,
-    spark: SparkSession | None,
+    spark: SparkSession | Starting | None,
     on_phase: Callable[[str], None] | None,
     progress: Callable[[str, int, int], None] | None,
     capture: Options | None = None,
@@ -337,11 +361,13 @@ def _run(
         if target is None or isinstance(target, str):
             target = Target.parse(target)
         slots = needed_slots(config)
-        starting = None
+        starting = spark if isinstance(spark, Starting) else None
+        spark = None if isinstance(spark, Starting) else spark
         if spark is None:
             note = spark_note(config.spark)
             if note is not None:
                 logging.getLogger(__name__).warning(note)
+        if spark is None and starting is None:
             s = config.spark
             quick = small_run(config, changes, capture)
             # Spark's JVM starts while the target does (each ~1.5-2.5 s): the target in this

@@ -342,9 +342,12 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) -> int:
     import applier
+    import applier.api
     from applier.report.console import print_run
     from applier.report.live import LiveProgress
 
+    # Spark's JVM starts while the target does (the target keeps this thread: its signals)
+    early = applier.api.start_spark(config, a.changes, _capture(a))
     with target:
         console.print(f"target: {target.description}", highlight=False)
         with LiveProgress(console, quiet=a.quiet) as live:
@@ -363,6 +366,7 @@ def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) ->
                 out_dir=a.out,
                 junit=a.junit,
                 html=a.html,
+                spark=early,
             )
         print_run(result, console, in_all=_since_start(), profile=a.profile)
         for key in ("json", "junit", "html"):
