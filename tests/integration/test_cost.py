@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 PHASES = ("prepare", "plan", "apply", "verify", "report")
 # The jobs a generated run of one segment takes at most, phase by phase: a fold undone (a
 # tally, a count, a sniff run as a job of its own) fails here first.
-MAX_JOBS = {"prepare": 1, "plan": 6, "apply": 1, "verify": 5, "report": 1}
+MAX_JOBS = {"prepare": 1, "plan": 3, "apply": 1, "verify": 5, "report": 1}
 
 
 def _cfg(name: str):  # type: ignore[no-untyped-def]
