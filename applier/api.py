@@ -317,6 +317,12 @@ def start_spark(
         check_local_master(choose_master(config.spark.master, "master"), slots)
     except Exception:  # noqa: BLE001 - run() says what is wrong, with its reports
         return None
+    return _session(config, slots, changes, capture)
+
+
+def _session(config: Config, slots: int, changes: str | Path | None, capture: Options | None) -> Starting:
+    """The new session of ``config``'s [spark] settings, started in the background (its JVM
+    with C1 alone for a small run)."""
     s = config.spark
     quick = small_run(config, changes, capture)
     return Starting(
@@ -361,22 +367,14 @@ def _run(
         if target is None or isinstance(target, str):
             target = Target.parse(target)
         slots = needed_slots(config)
-        starting = spark if isinstance(spark, Starting) else None
-        spark = None if isinstance(spark, Starting) else spark
+        starting, spark = (spark, None) if isinstance(spark, Starting) else (None, spark)
         if spark is None:
             note = spark_note(config.spark)
             if note is not None:
                 logging.getLogger(__name__).warning(note)
-        if spark is None and starting is None:
-            s = config.spark
-            quick = small_run(config, changes, capture)
             # Spark's JVM starts while the target does (each ~1.5-2.5 s): the target in this
             # thread, which keeps its signal handlers; the session in another.
-            starting = Starting(
-                lambda: spark_session(
-                    slots, master=s.master, conf=dict(s.conf), master_as="master", quick_jit=quick
-                )
-            )
+            starting = starting or _session(config, slots, changes, capture)
         if isinstance(target, Target) and not target.started:
             stack.enter_context(target)
         ends = endpoints(config, target)

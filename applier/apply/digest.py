@@ -62,8 +62,8 @@ class EventDigest:
             if seg is None:
                 self.segments[(stream, rnd, outcome)] = [lo, hi, int(c), cls]
                 continue
-            seg[0] = lo if seg[0] is None else seg[0] if lo is None else min(seg[0], lo)
-            seg[1] = hi if seg[1] is None else seg[1] if hi is None else max(seg[1], hi)
+            seg[0] = min((t for t in (seg[0], lo) if t is not None), default=None)
+            seg[1] = max((t for t in (seg[1], hi) if t is not None), default=None)
             seg[2] += int(c)
             seg[3] = seg[3] if seg[3] is not None else cls
         steps, numbered, chars = part.get("steps", (0, 0, 0))
