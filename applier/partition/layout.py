@@ -67,6 +67,16 @@ _SPARK_TYPES = {
 }
 
 
+def spark_ident(name: str) -> str:
+    """A name as a Spark SQL identifier: in backticks, a backtick doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def spark_string(text: str) -> str:
+    """A text as a Spark SQL string literal: in single quotes, backslash and quote escaped."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def with_values(df: DataFrame, articles: Sequence[Article]) -> DataFrame:
     """``df`` with the value columns of :mod:`applier.plan.columns`: each article's after-image
     values and ``key_before`` values, read from the JSON texts (one ``from_json`` per image),
@@ -75,23 +85,30 @@ def with_values(df: DataFrame, articles: Sequence[Article]) -> DataFrame:
     if not types:
         return df
     art = F.col("article")
-    imgs, keys, picks = [], [], {name: F.lit(None).cast(_SPARK_TYPES[t]) for name, t in types.items()}
+    imgs = []
+    cases: dict[str, list[str]] = {name: [] for name in types}
     for j, a in enumerate(articles):
         schema = T.StructType([T.StructField(c.name, _SPARK_TYPES[value_class(c)[1]]) for c in a.replicated])
         imgs.append(F.when(art == a.name, F.from_json(F.col("after"), schema)).alias(f"_img{j}"))
         vc = value_columns(a)
+        when = f"WHEN {spark_string(a.name)} THEN "
         for name, c in zip(vc.after, a.replicated, strict=True):
-            picks[name] = F.when(art == a.name, F.col(f"_img{j}").getField(c.name)).otherwise(picks[name])
+            cases[name].append(f"{when}`_img{j}`.{spark_ident(c.name)}")
         for i, (name, c) in enumerate(zip(vc.key, a.key_columns, strict=True)):
             # get: NULL past the array's end (its [] subscript raises under ANSI, Spark 4's default)
-            v = F.get(F.col("_keys"), i)
+            v = f"get(`_keys`, {i})"
             if value_class(c)[0] != "s":
-                v = v.cast(_SPARK_TYPES[types[name]])
-            picks[name] = F.when(art == a.name, v).otherwise(picks[name])
-    keys.append(F.from_json(F.col("key_before"), T.ArrayType(T.StringType())).alias("_keys"))
-    # Two projections: each image is parsed once, however many columns read it.
-    staged = df.select("*", *imgs, *keys)
-    return staged.select(*[F.col(f"`{c}`") for c in df.columns], *[picks[n].alias(n) for n in types])
+                v = f"CAST({v} AS {types[name]})"
+            cases[name].append(f"{when}{v}")
+    keys = F.from_json(F.col("key_before"), T.ArrayType(T.StringType())).alias("_keys")
+    # Two projections: each image is parsed once, however many columns read it. The second is
+    # SQL text: one call to the JVM, where building it as Columns took ~1,000 (~0.25 s a run).
+    staged = df.select("*", *imgs, keys)
+    picks = [
+        f"CAST(CASE `article` {' '.join(whens)} END AS {types[name]}) AS {spark_ident(name)}"
+        for name, whens in cases.items()
+    ]
+    return staged.selectExpr(*[spark_ident(c) for c in df.columns], *picks)
 
 
 def lay_out(

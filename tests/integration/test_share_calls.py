@@ -37,6 +37,17 @@ OTHER_TYPES = {
         {"name": "c", "type": "nchar(4)"},
     ],
 }
+# names Spark SQL text must quote: the value columns are read by SQL text (layout.with_values)
+HOSTILE = {
+    "name": "dbo.[it's \\ `odd`]",
+    "columns": [
+        {"name": "k`ey", "type": "int", "key": True},
+        {"name": "co'de", "type": "nvarchar(12)", "key": True},
+        {"name": "a.b c", "type": "float"},
+        {"name": "\\'; DROP", "type": "varbinary(16)"},
+        {"name": "END", "type": "bigint"},
+    ],
+}
 
 
 class _Cursor:
@@ -78,13 +89,12 @@ def _share(spark: Any, articles: Any, rows: list[dict[str, Any]]) -> Share:
 @pytest.mark.parametrize(("update", "delete"), SYNTAXES)
 @pytest.mark.parametrize("kind", ["uniform", "updates"])
 @pytest.mark.parametrize("dialect", ["postgres", "tsql"])
-@pytest.mark.parametrize("types", ["demo", "other"])
+@pytest.mark.parametrize("types", ["demo", "other", "hostile"])
 def test_share_calls_equal_row_calls(spark, update, delete, kind, dialect, types):  # type: ignore[no-untyped-def]
     articles = _articles(update, delete)
-    if types == "other":
-        articles = parse_config(
-            {"articles": [{**OTHER_TYPES, "update": update, "delete": delete}]}, "<t>"
-        ).articles
+    if types != "demo":
+        table = OTHER_TYPES if types == "other" else HOSTILE
+        articles = parse_config({"articles": [{**table, "update": update, "delete": delete}]}, "<t>").articles
     rows = _rows(articles, kind)
     share = _share(spark, articles, rows)
     assert len(share) == len(rows)
