@@ -21,6 +21,10 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
 TIMELINE_ROUNDS = 2000  # rounds drawn in the timeline (the first ones; every round is in the events)
+# a task's steps (the schedule's rows) travel in its digest while their texts take at most
+# this many characters; past it the schedule reads them in a job of its own
+STEP_CHARS = 1_000_000
+STEP_COLUMNS = ("stream", "round", "outcome", "class", "code", "message", "n", "t_exec", "t_commit")
 _KEPT = (
     "kind",
     "lsn",
@@ -47,6 +51,8 @@ class EventDigest:
     steps: int = 0
     numbered_steps: int = 0
     step_chars: int = 0
+    # every step (STEP_COLUMNS), where each task's were few enough to travel; else None
+    step_rows: list[dict[str, Any]] | None = field(default_factory=list)
 
     def of(self, *kinds: str) -> list[dict[str, Any]]:
         return [r for r in self.rows if r["kind"] in kinds]
@@ -67,12 +73,15 @@ class EventDigest:
             seg[2] += int(c)
             seg[3] = seg[3] if seg[3] is not None else cls
         steps, numbered, chars = part.get("steps", (0, 0, 0))
+        if self.step_rows is not None and steps:
+            rows = part.get("step_rows")
+            self.step_rows = None if rows is None else self.step_rows + rows
         self.steps += int(steps)
         self.numbered_steps += int(numbered)
         self.step_chars += int(chars)
 
 
-def _part(batches: Iterator[pa.RecordBatch]) -> dict[str, Any]:
+def _part(batches: Iterator[pa.RecordBatch], step_chars: int = STEP_CHARS) -> dict[str, Any]:
     got = list(batches)
     if not got:
         return {}
@@ -137,19 +146,19 @@ def _part(batches: Iterator[pa.RecordBatch]) -> dict[str, Any]:
         ]
     steps = t.filter(pc.equal(kind, "step"))
     if steps.num_rows:
-        out["steps"] = [
-            steps.num_rows,
-            steps.num_rows - steps.column("n").null_count,
-            int(pc.sum(pc.utf8_length(steps.column("message"))).as_py() or 0),
-        ]
+        chars = int(pc.sum(pc.utf8_length(steps.column("message"))).as_py() or 0)
+        out["steps"] = [steps.num_rows, steps.num_rows - steps.column("n").null_count, chars]
+        if chars <= step_chars:
+            out["step_rows"] = steps.select(list(STEP_COLUMNS)).to_pylist()
     return out
 
 
-def digest_events(events: DataFrame) -> EventDigest:
-    """The digest of ``events`` (EVENT_SCHEMA), in one Spark job."""
+def digest_events(events: DataFrame, step_chars: int = STEP_CHARS) -> EventDigest:
+    """The digest of ``events`` (EVENT_SCHEMA), in one Spark job; a task's steps travel in it
+    while their texts take at most ``step_chars`` characters."""
 
     def digest(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield pa.RecordBatch.from_pydict({"part": [json.dumps(_part(batches))]})
+        yield pa.RecordBatch.from_pydict({"part": [json.dumps(_part(batches, step_chars))]})
 
     d = EventDigest()
     for row in events.mapInArrow(digest, "part string").collect():

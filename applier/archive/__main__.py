@@ -20,7 +20,7 @@ from applier.sources.dataset import generate
 from applier.sources.hazards import effective_config
 from applier.sparkenv import cache_level, record_class_archive, spark_session
 from applier.verify.diff import diff_all
-from applier.verify.oracle import digested, oracle, oracle_digest
+from applier.verify.oracle import digest_diff, oracle
 
 
 def train() -> None:
@@ -38,7 +38,7 @@ def train() -> None:
         yield from batches
 
     found = cs.snapshot.mapInArrow(same, SNAPSHOT_SCHEMA)
-    diff_all(oracle_digest(planned, cs.snapshot), digested(found)).groupBy("kind").count().collect()
+    digest_diff(planned, cs.snapshot, found).groupBy("kind").count().collect()
     diff_all(oracle(planned, cs.snapshot), found).where(F.col("kind").isNotNull()).limit(5).collect()
     with tempfile.TemporaryDirectory() as tmp:
         planned.limit(1000).write.parquet(tmp + "/p")

@@ -51,7 +51,7 @@ from applier.targets.progress import (
     RunRecord,
 )
 from applier.verify.diff import verify
-from applier.verify.oracle import digested, latest_rows, oracle, oracle_digest, replicated
+from applier.verify.oracle import digest_diff, latest_rows, oracle, replicated
 from applier.verify.target import read_target
 
 Say = Callable[[str], None]
@@ -482,7 +482,7 @@ def _verify(
         # (cached, its count checked); anything else from the stream as read.
         source = applied.planned if applied.planned is not None and cs.stats is not None else cs.changes
         commands_in = replicated(source, final)
-        digests = (oracle_digest(commands_in, cs.snapshot), digested(found))
+        digests = digest_diff(commands_in, cs.snapshot, found)
         blame = applied.planned if applied.planned is not None else cs.changes
         # the images' oracle is made only to explain a divergence
         return verify(lambda: oracle(commands_in, cs.snapshot), found, blame, events, digests=digests)

@@ -34,13 +34,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from applier import leftovers
-from applier.apply.digest import EventDigest
+from applier.apply.digest import STEP_COLUMNS, EventDigest
 from applier.errors import InputError
 from applier.sparkenv import write_run_parquet
 
 KEEP_CHARS = 4_000_000  # the steps' texts (lsns, errors) kept in memory at most
 READ_ROWS = 256  # steps per batch the driver reads from a spilled schedule's Parquet files
-_STEP_COLUMNS = ("stream", "round", "outcome", "class", "code", "message", "n", "t_exec", "t_commit")
+_STEP_COLUMNS = STEP_COLUMNS
 
 
 class ScheduleFile(Sequence[Mapping[str, Any]]):
@@ -128,7 +128,11 @@ def schedule_rows(
     if not n_steps:
         return []
     if chars <= keep_chars:
-        rows = steps.collect()
+        # the digest carries the steps where they were few; else one job collects them
+        rows: list[Any] = (
+            digest.step_rows if digest is not None and digest.step_rows is not None else steps.collect()
+        )
+        rows = list(rows)
         rows.sort(
             key=(lambda r: (r["n"], 0.0, r["stream"]))
             if controlled

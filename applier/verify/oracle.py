@@ -34,30 +34,36 @@ def key_events(changes: DataFrame) -> DataFrame:
     """(article, key, lsn, ord, produced, image, schema_version) for every key event of every
     command (a stream without schema_version, as routed for the streams, is all at version 1)."""
     # A key-preserving update's remove is always outranked by its own produce (same lsn,
-    # ord 1 > 0): only deletes and key changes remove.
+    # ord 1 > 0): only deletes and key changes remove. One scan of the commands, each giving
+    # its two events in an array (a union of two selects read the commands twice).
     version = F.col("schema_version") if "schema_version" in changes.columns else F.lit(1)
     removes = (F.col("op") == "D") | (
         (F.col("op") == "U") & ~F.col("key_before").eqNullSafe(F.col("key_after"))
     )
-    removed = changes.where(removes).select(
-        "article",
+    removed = F.struct(
         F.col("key_before").alias("key"),
-        "lsn",
         F.lit(0).alias("ord"),
         F.lit(False).alias("produced"),
         F.lit(None).cast("string").alias("image"),
-        version.alias("schema_version"),
+        F.when(removes, True).alias("keep"),
     )
-    produced = changes.where(F.col("op").isin("I", "U")).select(
-        "article",
+    produced = F.struct(
         F.col("key_after").alias("key"),
-        "lsn",
         F.lit(1).alias("ord"),
         F.lit(True).alias("produced"),
         F.col("after").alias("image"),
-        version.alias("schema_version"),
+        F.when(F.col("op").isin("I", "U"), True).alias("keep"),
     )
-    return removed.unionByName(produced)
+    return (
+        changes.select(
+            "article",
+            "lsn",
+            version.alias("schema_version"),
+            F.explode(F.array(removed, produced)).alias("e"),
+        )
+        .where("e.keep")
+        .select("article", "e.key", "lsn", "e.ord", "e.produced", "e.image", "schema_version")
+    )
 
 
 def latest_rows(changes: DataFrame, snapshot: DataFrame) -> DataFrame:
@@ -111,13 +117,9 @@ def digested(rows: DataFrame) -> DataFrame:
     return rows.select("article", "key", digest(F.col("image")).alias("image"))
 
 
-def oracle_digest(changes: DataFrame, snapshot: DataFrame) -> DataFrame:
-    """:func:`oracle` with each image as its :func:`digest`, for counting differences.
-
-    Every aggregate here is fixed-width (booleans and longs, ordered by lsn), so Spark
-    aggregates in a hash map; ``max_by`` of a struct holding the image text cannot, and
-    sorts every event twice (1M commands: ~2.5 s against ~1.3 s warm, ~5.5 against ~2.6 on
-    a cold JVM). The snapshot is not an event: a key no command touched keeps its row."""
+def _digest_rows(changes: DataFrame, snapshot: DataFrame) -> DataFrame:
+    """(article, key, lsn, produced, h1, h2, s1, s2, f1, f2): every key event with its image's
+    digest (h), every snapshot row with its own (s, NULL lsn); f (the subscriber's) all NULL."""
     null_long = F.lit(None).cast("long")
     h1, h2 = _hashes("image")
     events = key_events(changes).select(
@@ -140,25 +142,79 @@ def oracle_digest(changes: DataFrame, snapshot: DataFrame) -> DataFrame:
         h1.alias("s1"),
         h2.alias("s2"),
     )
+    return events.unionByName(initial).select("*", null_long.alias("f1"), null_long.alias("f2"))
+
+
+def _last_events() -> list[Column]:
     # lsn names one command, and a command is one event per key (only deletes and key
     # changes remove, from another key than they produce): the latest event has the
-    # largest lsn. max_by skips the snapshot's NULL lsn.
-    last = (
-        events.unionByName(initial)
-        .groupBy("article", "key")
-        .agg(
-            F.max_by("produced", "lsn").alias("produced"),
-            F.max_by("h1", "lsn").alias("h1"),
-            F.max_by("h2", "lsn").alias("h2"),
-            F.max("s1").alias("s1"),
-            F.max("s2").alias("s2"),
-        )
-    )
+    # largest lsn. max_by skips the NULL lsn of snapshot and subscriber rows.
+    return [
+        F.max_by("produced", "lsn").alias("produced"),
+        F.max_by("h1", "lsn").alias("h1"),
+        F.max_by("h2", "lsn").alias("h2"),
+        F.max("s1").alias("s1"),
+        F.max("s2").alias("s2"),
+    ]
+
+
+def _expected() -> Column:
+    """The oracle's digest of a grouped key (NULL: no row): its latest event's if a command
+    touched it, else its snapshot row's."""
     touched = F.col("produced").isNotNull()
-    return last.where(F.when(touched, F.col("produced")).otherwise(F.col("s1").isNotNull())).select(
+    return F.when(touched & F.col("produced"), F.struct(F.col("h1"), F.col("h2"))).when(
+        ~touched & F.col("s1").isNotNull(), F.struct(F.col("s1").alias("h1"), F.col("s2").alias("h2"))
+    )
+
+
+def oracle_digest(changes: DataFrame, snapshot: DataFrame) -> DataFrame:
+    """:func:`oracle` with each image as its :func:`digest`.
+
+    Every aggregate here is fixed-width (booleans and longs, ordered by lsn), so Spark
+    aggregates in a hash map; ``max_by`` of a struct holding the image text cannot, and
+    sorts every event twice (1M commands: ~2.5 s against ~1.3 s warm, ~5.5 against ~2.6 on
+    a cold JVM). The snapshot is not an event: a key no command touched keeps its row."""
+    last = _digest_rows(changes, snapshot).groupBy("article", "key").agg(*_last_events())
+    return last.select("article", "key", _expected().alias("image")).where(F.col("image").isNotNull())
+
+
+def digest_diff(changes: DataFrame, snapshot: DataFrame, found: DataFrame) -> DataFrame:
+    """(article, key, expected, found, kind, nfound) for every key of either side, images as
+    digests: :func:`oracle_digest` and the subscriber's rows (``found``: article, key, image)
+    in one group-by, where a join of the two cost a second shuffle and two more Spark jobs.
+    ``nfound``: the subscriber's rows of that key (more than one is a difference)."""
+    null_long = F.lit(None).cast("long")
+    h1, h2 = _hashes("image")
+    held = found.select(
         "article",
         "key",
-        F.when(touched, F.struct(F.col("h1"), F.col("h2")))
-        .otherwise(F.struct(F.col("s1").alias("h1"), F.col("s2").alias("h2")))
-        .alias("image"),
+        null_long.alias("lsn"),
+        F.lit(None).cast("boolean").alias("produced"),
+        null_long.alias("h1"),
+        null_long.alias("h2"),
+        null_long.alias("s1"),
+        null_long.alias("s2"),
+        h1.alias("f1"),
+        h2.alias("f2"),
     )
+    last = (
+        _digest_rows(changes, snapshot)
+        .unionByName(held)
+        .groupBy("article", "key")
+        .agg(*_last_events(), F.max("f1").alias("f1"), F.max("f2").alias("f2"), F.count("f1").alias("nfound"))
+    )
+    expected, got = F.col("expected"), F.col("found")
+    kind = (
+        F.when(got.isNull() & expected.isNotNull(), F.lit("missing"))
+        .when(expected.isNull() & got.isNotNull(), F.lit("extra"))
+        .when((got != expected) | (F.col("nfound") > 1), F.lit("different"))
+    )
+    return last.select(
+        "article",
+        "key",
+        _expected().alias("expected"),
+        F.when(F.col("nfound") > 0, F.struct(F.col("f1").alias("h1"), F.col("f2").alias("h2"))).alias(
+            "found"
+        ),
+        "nfound",
+    ).withColumn("kind", kind)

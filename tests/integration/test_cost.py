@@ -15,7 +15,8 @@ pytestmark = pytest.mark.integration
 PHASES = ("prepare", "plan", "apply", "verify", "report")
 # The jobs a generated run of one segment takes at most, phase by phase: a fold undone (a
 # tally, a count, a sniff run as a job of its own) fails here first.
-MAX_JOBS = {"prepare": 1, "plan": 3, "apply": 1, "verify": 5, "report": 1}
+# the report runs none: the events' digest (verify) carries a small run's schedule
+MAX_JOBS = {"prepare": 1, "plan": 3, "apply": 1, "verify": 4, "report": 0}
 
 
 def _cfg(name: str):  # type: ignore[no-untyped-def]
@@ -33,8 +34,8 @@ def test_a_run_s_cost_counts_its_jobs_per_phase_and_a_warm_run_starts_no_worker(
     cost = second.cost
     assert tuple(cost) == PHASES
     for phase, c in cost.items():
-        assert 1 <= c["jobs"] <= MAX_JOBS[phase], (phase, c)
-        assert c["stages"] >= 1 and c["tasks"] >= c["stages"], (phase, c)
+        assert min(1, MAX_JOBS[phase]) <= c["jobs"] <= MAX_JOBS[phase], (phase, c)
+        assert c["stages"] >= min(1, c["jobs"]) and c["tasks"] >= c["stages"], (phase, c)
         assert c["seconds"] == pytest.approx(report["phases_seconds"][phase], abs=0.05)
     # the same run twice: the same jobs (nothing in the count depends on timing)
     assert {p: c["jobs"] for p, c in first.cost.items()} == {p: c["jobs"] for p, c in cost.items()}

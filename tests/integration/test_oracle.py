@@ -9,7 +9,7 @@ import pytest
 from applier.config import Workload, demo_config
 from applier.records.schema import CHANGE_SCHEMA, SNAPSHOT_SCHEMA, make_lsn
 from applier.sources.generator import LANES, generate_lane
-from applier.verify.oracle import digested, oracle, oracle_digest
+from applier.verify.oracle import digest_diff, digested, oracle, oracle_digest
 
 pytestmark = pytest.mark.integration
 A = "dbo.t"
@@ -157,8 +157,8 @@ def test_range_split_read_gives_the_verdict_and_digests_of_one_range(spark, targ
     load_snapshot(spark.createDataFrame([(a, k, img) for (a, k), img in held], SNAPSHOT_SCHEMA), target, arts)
 
     whole = read_target(spark, target, arts, tasks=1, max_rows=10**9)
-    split = read_target(spark, target, arts, tasks=3, max_rows=25)
-    assert whole.rdd.getNumPartitions() == len(arts) and split.rdd.getNumPartitions() > 2 * len(arts)
+    split = read_target(spark, target, arts, tasks=3, max_rows=25, min_rows=1)
+    assert whole.rdd.getNumPartitions() == 1 and split.rdd.getNumPartitions() > 2 * len(arts)
     rows = sorted(tuple(r) for r in whole.collect())
     assert sorted(tuple(r) for r in split.collect()) == rows and len(rows) == len(held)
 
@@ -166,12 +166,43 @@ def test_range_split_read_gives_the_verdict_and_digests_of_one_range(spark, targ
     snap_df = spark.createDataFrame(snap, SNAPSHOT_SCHEMA)
     expected = oracle(changes_df, snap_df)
     checks = [
-        verify(
-            expected, found, changes_df, None, digests=(oracle_digest(changes_df, snap_df), digested(found))
-        )
+        verify(expected, found, changes_df, None, digests=digest_diff(changes_df, snap_df, found))
         for found in (whole, split)
     ]
     assert checks[0].verdict.value == checks[1].verdict.value == "diverged"
     assert checks[0].counts == checks[1].counts and checks[0].counts["missing"] == 1
     assert checks[0].counts["different"] == 1
     assert checks[0].by_article == checks[1].by_article
+
+
+def test_digest_diff_tells_every_kind_as_the_images_diff_does(spark):
+    """The one group-by of digests (oracle.digest_diff) finds the same kinds on the same keys
+    as the join of the images (diff.diff_all), and a key the subscriber holds twice."""
+    from applier.verify.diff import diff_all
+
+    changes = SEQUENCES["insert"]
+    truth = replay(SNAP, changes)
+    held = dict(truth)
+    (gone, _), (changed, img), (twice, img2) = sorted(truth.items())[:3]
+    del held[gone]
+    held[changed] = img + " "
+    held[(A, '["999"]')] = '{"x":1}'
+    rows = [(a, k, v) for (a, k), v in held.items()]
+    rows.append((*twice, img2))  # held twice, same image
+    dup = twice
+    found = spark.createDataFrame(rows, SNAPSHOT_SCHEMA)
+    changes_df = spark.createDataFrame(changes, CHANGE_SCHEMA)
+    snap_df = spark.createDataFrame(SNAP, SNAPSHOT_SCHEMA)
+    by_digest = {
+        (r["article"], r["key"]): (r["kind"], r["nfound"])
+        for r in digest_diff(changes_df, snap_df, found).collect()
+    }
+    by_image = {
+        (r["article"], r["key"]): r["kind"] for r in diff_all(oracle(changes_df, snap_df), found).collect()
+    }
+    assert by_digest[gone] == ("missing", 0) and by_digest[changed] == ("different", 1)
+    assert by_digest[(A, '["999"]')] == ("extra", 1)
+    assert by_digest[(dup[0], dup[1])] == ("different", 2)
+    assert {k: kind for k, (kind, n) in by_digest.items() if n < 2} == {
+        k: kind for k, kind in by_image.items() if k != (dup[0], dup[1])
+    }

@@ -14,6 +14,7 @@ import pytest
 
 from applier.apply.events import EVENT_SCHEMA
 from applier.config import RunSettings, Workload, demo_config
+from applier.apply.digest import digest_events
 from applier.pipeline.schedule import ScheduleFile, read_schedule, schedule_rows, write_schedule
 from tests.integration.helpers import run
 
@@ -52,6 +53,13 @@ def test_a_long_schedule_is_a_file_with_the_same_steps(spark, tmp_path, controll
     ev = spark.createDataFrame(steps, EVENT_SCHEMA).repartition(3)
     kept = schedule_rows(ev)
     assert isinstance(kept, list) and len(kept) == 41
+    # the steps carried by the events' digest (no job of their own) are the same schedule
+    digest = digest_events(ev)
+    assert digest.step_rows is not None and len(digest.step_rows) == 41
+    assert schedule_rows(ev, digest=digest) == kept
+    big = digest_events(ev, step_chars=10)  # a task's steps too long to travel
+    assert big.step_rows is None and big.steps == 41
+    assert schedule_rows(ev, digest=big) == kept
     spilled = schedule_rows(ev, keep_chars=0)
     assert isinstance(spilled, ScheduleFile) and len(spilled) == 41
     assert list(spilled) == kept

@@ -46,21 +46,33 @@ def test_tasks_shared_by_rows_and_bounded() -> None:
         "dbo.small": Bounds(1, 1000, 1000),
         "dbo.empty": Bounds(None, None, 0),
     }
-    parts = plan_parts([big, small, empty], bounds, tasks=4, max_rows=100_000)
+    parts = plan_parts([big, small, empty], bounds, tasks=4, max_rows=100_000, min_rows=1)
     by = {n: [p for p in parts if p.article == f"dbo.{n}"] for n in ("big", "small", "empty")}
     assert len(by["big"]) == 10  # the bound on rows, above its share (4) of the tasks
     assert len(by["small"]) == 1 and by["small"][0] == Part("dbo.small")
     assert by["empty"] == [Part("dbo.empty")]
     # with more tasks than the bound needs, the share decides
-    assert len([p for p in plan_parts([big], bounds, tasks=16, max_rows=10**9)]) == 16
+    assert len([p for p in plan_parts([big], bounds, tasks=16, max_rows=10**9, min_rows=1)]) == 16
     rs = [(p.lo, p.hi) for p in by["big"]]
     assert rs[0] == (None, 100_001) and rs[-1] == (900_001, None)
 
 
 def test_a_key_that_is_not_an_integer_is_sliced_by_hash() -> None:
     a = _article("names", "nvarchar(20)")
-    parts = plan_parts([a], {"dbo.names": Bounds("a", "z", 50)}, tasks=3, max_rows=100)
+    parts = plan_parts([a], {"dbo.names": Bounds("a", "z", 50)}, tasks=3, max_rows=100, min_rows=1)
     assert parts == [Part("dbo.names", slice=i, slices=3) for i in range(3)]
+
+
+def test_small_articles_are_not_cut_for_the_cores() -> None:
+    """Below ``min_rows`` a part per core costs more (a connection and a task each) than it
+    saves; above it the cores share the rows, each part at least ``min_rows``."""
+    a, b = _article("a"), _article("b")
+    bounds = {"dbo.a": Bounds(1, 1000, 1000), "dbo.b": Bounds(1, 90_000, 90_000)}
+    parts = plan_parts([a, b], bounds, tasks=4, max_rows=10**9, min_rows=20_000)
+    assert [p for p in parts if p.article == "dbo.a"] == [Part("dbo.a")]
+    assert len([p for p in parts if p.article == "dbo.b"]) == 4  # its share of 4 tasks, 22,500 rows each
+    bounds["dbo.b"] = Bounds(1, 30_000, 30_000)
+    assert len([p for p in plan_parts([b], bounds, tasks=4, max_rows=10**9, min_rows=20_000)]) == 1
 
 
 @pytest.mark.parametrize("dialect", ["postgres", "tsql"])
