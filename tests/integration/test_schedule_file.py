@@ -12,9 +12,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from applier.apply.digest import digest_events
 from applier.apply.events import EVENT_SCHEMA
 from applier.config import RunSettings, Workload, demo_config
-from applier.apply.digest import digest_events
 from applier.pipeline.schedule import ScheduleFile, read_schedule, schedule_rows, write_schedule
 from tests.integration.helpers import run
 
