@@ -8,9 +8,11 @@ installed). Fixtures:
   (the embedded T-SQL engine) a Babelfish build (``$APPLIER_BABELFISH``): without one the
   tests that use the target are skipped, with the reason;
 - ``applier_run`` (function): ``applier_run(config=None, *, custom_sql=(), changes=None,
-  snapshot=None, **overrides) -> RunResult``: one run in a database of its own on the
-  session's target, its folder (report.json, schedule.jsonl, outcome.json...) under the
-  test's ``tmp_path``.
+  snapshot=None, fresh=False, **overrides) -> RunResult``: one run in a database of its own
+  on the session's target, its folder (report.json, schedule.jsonl, outcome.json...) under
+  the test's ``tmp_path``. Warm: a database an earlier test left with the same articles,
+  procedures and custom SQL is emptied and used again, not created and installed again
+  (where it holds nothing else: ``apply.install.reusable``); ``fresh=True`` asks for a new one.
 
 and :func:`assert_converged` (from :mod:`applier.testing`), whose failure message names the
 divergent keys with their blame::
@@ -137,6 +139,12 @@ def applier_target(pytestconfig: pytest.Config) -> Iterator[Target]:
 _counter = itertools.count(1)
 
 
+@pytest.fixture(scope="session")
+def _applier_warm() -> dict[str, list[Any]]:
+    """install key -> databases (Endpoints) earlier tests left, free to be emptied and reused."""
+    return {}
+
+
 def _database_name(test: str) -> str:
     """A database name of its own per run: letters, digits and _, at most 63 characters."""
     slug = re.sub(r"[^a-z0-9_]+", "_", test.lower()).strip("_")[:40] or "test"
@@ -190,7 +198,8 @@ def applier_run(
     tmp_path: Path,
     applier_spark: SparkSession,
     applier_target: Target,
-) -> RunFixture:
+    _applier_warm: dict[str, list[Any]],
+) -> Iterator[RunFixture]:
     """``applier_run(config=None, *, custom_sql=(), changes=None, snapshot=None, **overrides)``:
     one run on the session's target, in a database of its own, returning the RunResult.
 
@@ -200,11 +209,16 @@ def applier_run(
     folder (``out_dir``: config, inputs, report.json, schedule.jsonl, outcome.json) is
     ``tmp_path/applier-run-<i>``; ``result.files`` names what it holds."""
     import applier
+    from applier.apply.install import install_key, reusable
     from applier.config import with_overrides
+    from applier.sources.hazards import effective_config
     from applier.targets.odbc import OdbcTarget
 
     base = request.path.parent
     calls = itertools.count(1)
+    # this test's databases, free for later tests once it ends (never within it: it may still
+    # read an earlier result's subscriber)
+    used: list[tuple[str, Any, Any]] = []
 
     def run(
         config: Config | str | Path | None = None,
@@ -212,6 +226,7 @@ def applier_run(
         custom_sql: Sequence[str | Path] = (),
         changes: str | Path | None = None,
         snapshot: str | Path | None = None,
+        fresh: bool = False,
         **overrides: Any,
     ) -> RunResult:
         cfg = _config(config, base)
@@ -230,19 +245,30 @@ def applier_run(
                 for i, s in enumerate(cfg.subscriptions)
             )
             cfg = cfg.replace(subscriptions=subs)
-        else:
-            where = applier_target.subscriber(name)
-        return applier.run(
+        sql = [_path(p, base) for p in custom_sql]
+        key = None
+        if where is applier_target:  # one database of its own: warm if one is free
+            installed = effective_config(cfg) if changes is None else cfg
+            key = install_key(installed.articles, sql, cfg.run.set_apply)
+            free = [] if fresh or key is None else _applier_warm.get(key, [])
+            where = replace(free.pop(), reuse_tables=True) if free else applier_target.subscriber(name)
+        result = applier.run(
             cfg,
             where,
             changes=None if changes is None else _path(changes, base),
             snapshot=None if snapshot is None else _path(snapshot, base),
-            custom_sql=[_path(p, base) for p in custom_sql],
+            custom_sql=sql,
             spark=applier_spark,
             out_dir=out_dir,
         )
+        if key is not None and not any(s.schema_changes for s in result.subscriptions):
+            used.append((key, replace(where, reuse_tables=False), installed.articles))
+        return result
 
-    return run
+    yield run
+    for key, endpoint, articles in used:
+        if reusable(endpoint, articles):
+            _applier_warm.setdefault(key, []).append(endpoint)
 
 
 def _check_slots(cfg: Config, spark: SparkSession) -> None:

@@ -8,6 +8,7 @@ and foreign keys come last (a snapshot may arrive in any order).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -45,7 +46,9 @@ def install(
     set_apply: bool = False,
 ) -> list[str]:
     """Create schemas, tables, default procedures and the progress table; run custom SQL files.
-    ``set_apply``: also the set-based procedures of the eligible operations.
+    ``set_apply``: also the set-based procedures of the eligible operations. A target marked
+    ``reuse_tables`` (the same articles, procedures and custom SQL installed by an earlier run,
+    see :func:`reusable`) has its tables emptied instead, and nothing installed again.
 
     Returns the names of the procedures installed, in order.
     """
@@ -58,6 +61,11 @@ def install(
         for stmt in progress.ddl():
             _exec(cur, stmt, "creating the progress table")
         progress.clear(cur, subscription)
+        if target.reuse_tables:
+            for stmt in dialect.clear_tables_sql(articles):
+                _exec(cur, stmt, "emptying the subscriber's tables")
+            conn.commit()
+            return installed
         for schema in sorted({a.schema for a in articles}):
             _exec(cur, dialect.create_schema_sql(schema), f"creating schema {schema}")
         # Children before parents: SQL Server cannot drop a table a FOREIGN KEY references
@@ -97,6 +105,58 @@ def install(
     finally:
         conn.close()
     return installed
+
+
+def install_key(articles: Sequence[Article], custom_sql: Sequence[Path], set_apply: bool) -> str | None:
+    """What :func:`install` puts in a subscriber, as a digest: a database installed with the
+    same key holds the same tables, procedures and custom SQL's objects (None: a custom SQL
+    file cannot be read; the run says so)."""
+    from applier.config import article_to_dict
+
+    h = hashlib.sha256(
+        json.dumps([article_to_dict(a) for a in articles], sort_keys=True, default=str).encode()
+    )
+    h.update(b"set" if set_apply else b"rows")
+    for path in custom_sql:
+        try:
+            h.update(b"\0" + Path(path).read_bytes())
+        except OSError:
+            return None
+    return h.hexdigest()
+
+
+def reusable(target: Endpoint, articles: Sequence[Article]) -> bool:
+    """May a later run of the same :func:`install_key` empty this subscriber's tables instead of
+    installing them again? Only where the tables hold all its state: no table or sequence
+    beyond the articles' and applier's own (an audit table of a custom trigger would keep its
+    rows), and no constraint added after the snapshot load (a load into keyed tables may
+    fail on its order)."""
+    dialect = target.dialect
+    if dialect.constraint_sql(articles):
+        return False
+    # applier's schema is not skipped whole: on PostgreSQL it is the user's "$user" schema,
+    # where custom SQL's unqualified tables land
+    own = {(a.schema.lower(), a.table.lower()) for a in articles}
+    own |= {(dialect.PROGRESS_SCHEMA, t) for t in dialect.OWN_TABLES}
+    skip = ("information_schema", "pg_catalog", "sys")
+    marks = ", ".join("?" for _ in skip)
+    conn = target.connect()
+    try:
+        cur = conn.cursor()
+        tables = cur.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables "
+            f"WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ({marks})",
+            *skip,
+        ).fetchall()
+        sequences = cur.execute(
+            f"SELECT COUNT(*) FROM information_schema.sequences WHERE sequence_schema NOT IN ({marks})", *skip
+        ).fetchone()[0]
+        conn.commit()
+    except Exception:  # noqa: BLE001 - a catalog the engine lacks: install again, as always
+        return False
+    finally:
+        conn.close()
+    return not sequences and {(s.lower(), t.lower()) for s, t in tables} == own
 
 
 def _check_custom_procedures(

@@ -17,6 +17,7 @@ parameters substituted by the driver) and ``BoolsAsChar=0`` (booleans come back 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from applier.articles import Article, SqlType
@@ -111,6 +112,10 @@ class PostgresDialect(Dialect):
         # timestamp/rowversion are absent on purpose: their values cannot be written at a
         # SQL Server subscriber either, and type_sql() says so (unsupported()).
     }
+
+    def clear_tables_sql(self, articles: Sequence[Article]) -> list[str]:
+        # one statement for all: TRUNCATE checks foreign keys among the tables it is given
+        return [f"TRUNCATE TABLE {', '.join(self.table(a) for a in articles)}"] if articles else []
 
     def quote(self, ident: str) -> str:
         if "\x00" in ident:

@@ -50,15 +50,16 @@ class SchemaStatements:
 
     # -- the progress table (applier.targets.progress) ----------------------------------
     PROGRESS_SCHEMA: ClassVar[str] = "applier"
+    OWN_TABLES: ClassVar[tuple[str, ...]] = ("progress", "runs")  # in PROGRESS_SCHEMA
 
     def progress_table(self) -> str:
-        return self.qualified(self.PROGRESS_SCHEMA, "progress")
+        return self.qualified(self.PROGRESS_SCHEMA, self.OWN_TABLES[0])
 
     def _progress(self, template: str) -> str:
         return self.render(template, table=self.progress_table()).strip()
 
     def run_table(self) -> str:
-        return self.qualified(self.PROGRESS_SCHEMA, "runs")
+        return self.qualified(self.PROGRESS_SCHEMA, self.OWN_TABLES[1])
 
     def progress_ddl(self) -> list[str]:
         """Create the progress and runs tables (and the objects generated statements rely on)."""
@@ -186,6 +187,11 @@ class SchemaStatements:
         take the tables in :func:`drop_order`."""
         refs = self.render("drop_references.sql.j2", table=self.table(article)).strip()
         return ([refs] if refs else []) + self.drop_table_sql(article)
+
+    def clear_tables_sql(self, articles: Sequence[Article]) -> list[str]:
+        """Empty the articles' tables, kept as they are (a warm reuse of an installed
+        subscriber): DELETE, children first (T-SQL cannot TRUNCATE a referenced table)."""
+        return [f"DELETE FROM {self.table(a)}" for a in drop_order(articles)]
 
     # -- scripts (applier procs) ------------------------------------------------------
     SCRIPT_SEPARATOR: ClassVar[str] = "\n"  # between the statements of a script file

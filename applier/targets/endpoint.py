@@ -25,6 +25,9 @@ class Endpoint:
     connection_string: str
     dialect_name: str
     description: str
+    # its tables and procedures were installed by an earlier run of the same articles
+    # (apply.install.reusable): the next run empties them instead of installing again
+    reuse_tables: bool = False
 
     @property
     def dialect(self) -> Dialect:

@@ -127,3 +127,63 @@ def test_applier_run_gives_each_run_its_database_and_folder(pytester, pg, how, t
     else:
         assert a == b and "Pwd=***;" in a and f"Pwd={pg.password}" not in a
         result.stdout.fnmatch_lines(["applier target: *Pwd=***;* (--applier-target)"])
+
+
+_WARM = """
+import json
+from pathlib import Path
+
+from applier.pytest_plugin import assert_converged
+
+LOG = Path("{out}")
+
+
+def _log(name, result):
+    with LOG.open("a") as f:
+        f.write(json.dumps([name, result.subscriptions[0].target]) + "\\n")
+
+
+def test_1_first(applier_run):
+    r = applier_run(streams=2, workload="key-chains", transactions=40, seed=1)
+    assert_converged(r)
+    _log("first", r)
+
+
+def test_2_same_articles(applier_run):
+    # another stream into the same tables: any row the first test left would be an extra row
+    r = applier_run(streams=2, workload="uniform", transactions=30, seed=2)
+    assert_converged(r)
+    _log("same", r)
+
+
+def test_3_fresh(applier_run):
+    r = applier_run(streams=2, workload="uniform", transactions=10, seed=3, fresh=True)
+    assert_converged(r)
+    _log("fresh", r)
+
+
+def test_4_a_table_of_its_own(applier_run):
+    r = applier_run(streams=2, workload="uniform", transactions=10, seed=4, custom_sql=["extra.sql"])
+    assert_converged(r)
+    _log("extra", r)
+
+
+def test_5_same_custom_sql(applier_run):
+    r = applier_run(streams=2, workload="uniform", transactions=10, seed=5, custom_sql=["extra.sql"])
+    assert_converged(r)
+    _log("extra again", r)
+"""
+
+
+def test_applier_run_reuses_a_database_an_earlier_test_left_with_the_same_tables(pytester, tmp_path):
+    """Warm reuse (issue 32): a later test with the same articles empties an earlier test's
+    database instead of creating and installing one; ``fresh=True`` and a database holding a
+    table of its own (custom SQL's: its rows would outlive the emptying) get a new one."""
+    out = tmp_path / "targets.jsonl"
+    pytester.makepyfile(_WARM.replace("{out}", str(out)))
+    pytester.makefile(".sql", extra="CREATE TABLE extra_state (n int)")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=900)
+    result.assert_outcomes(passed=5)
+    dbs = {name: target for name, target in (json.loads(line) for line in out.read_text().splitlines())}
+    assert dbs["same"] == dbs["first"] and "test_1_first" in dbs["same"]
+    assert len({dbs["first"], dbs["fresh"], dbs["extra"], dbs["extra again"]}) == 4, dbs
