@@ -140,7 +140,6 @@ def test_the_captures_and_articles_are_what_applier_reads(published: dict[str, A
     }
 
 
-@pytest.mark.xfail(strict=True, reason="issue 31: a timestamptz read back through psqlODBC is naive")
 @pytest.mark.parametrize("version", [1, 2])
 def test_a_capture_applied_at_four_streams_converges_to_the_publishers_rows(
     spark: Any, pg: Any, published: dict[str, Any], version: int
