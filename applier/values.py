@@ -28,14 +28,22 @@ from applier.articles import Article, Column, SqlType
 
 
 class ValueError_(ValueError):
-    """A value that does not fit its column type; the message says why."""
+    """A value that does not fit its column type; the message says why. ``column`` and
+    ``detail`` (the message without the column: "out of range 0..255, got 300") let a caller
+    place it (verify names the article and key)."""
+
+    def __init__(self, message: str, column: Column | None = None, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.column = column
+        self.detail = detail if detail is not None else message
 
 
 def _fail(col: Column, value: object, why: str) -> ValueError_:
     shown = repr(value)
     if len(shown) > 60:
         shown = shown[:57] + "..."
-    return ValueError_(f"column {col.name!r} ({col.type}): {why}, got {shown}")
+    detail = f"{why}, got {shown}"
+    return ValueError_(f"column {col.name!r} ({col.type}): {detail}", col, detail)
 
 
 def encode(col: Column, value: Any) -> Any:
