@@ -303,7 +303,7 @@ def _subscription(
             # The reason is one line (the summary's verdict cell, the report); the traceback
             # goes to applier's log (on the console with -v).
             check = Check.unknown(failure_reason(e))
-            log.info("%s: verification failed: %s", sub.name, check.reason, exc_info=True)
+            log.info("%s: verify: %s", sub.name, check.reason, exc_info=True)
     phases["verify"] = time.perf_counter() - t
     if applied.planned is not None:
         applied.planned.unpersist()
