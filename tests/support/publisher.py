@@ -14,7 +14,7 @@ The options are the ones applier's readers use (applier/sources/formats/wal2json
 
 Values are written by the decoding session's output functions: its ``TimeZone`` decides the
 offsets of ``timestamptz`` texts (``capture(..., timezone=...)``), its ``DateStyle`` the
-date format (ISO here, as psqlODBC leaves it).
+date format (ISO here: initdb's default).
 
 Needs wal2json for the server's major version (Debian's ``postgresql-<major>-wal2json``, which
 ``make setup`` installs): :func:`start_publisher` fails, naming the package, where it is missing.
