@@ -7,8 +7,8 @@ so that a value compares equal to itself whichever way it came.
 
 Encoding by kind: int -> JSON integer; bool -> true/false; decimal -> string with the
 column's scale ("12.50"); float -> JSON number; str -> string; bytes -> base64 string;
-date/time/datetime -> ISO 8601 text (datetime to microseconds); uuid -> lower-case text;
-NULL -> null.
+date/time/datetime -> ISO 8601 text (datetime to microseconds); datetimeoffset -> the same
+with its offset ("2024-03-10T06:59:59.999999+00:00"); uuid -> lower-case text; NULL -> null.
 """
 
 from __future__ import annotations
@@ -28,14 +28,22 @@ from applier.articles import Article, Column, SqlType
 
 
 class ValueError_(ValueError):
-    """A value that does not fit its column type; the message says why."""
+    """A value that does not fit its column type; the message says why. ``column`` and
+    ``detail`` (the message without the column: "out of range 0..255, got 300") let a caller
+    place it (verify names the article and key)."""
+
+    def __init__(self, message: str, column: Column | None = None, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.column = column
+        self.detail = detail if detail is not None else message
 
 
 def _fail(col: Column, value: object, why: str) -> ValueError_:
     shown = repr(value)
     if len(shown) > 60:
         shown = shown[:57] + "..."
-    return ValueError_(f"column {col.name!r} ({col.type}): {why}, got {shown}")
+    detail = f"{why}, got {shown}"
+    return ValueError_(f"column {col.name!r} ({col.type}): {detail}", col, detail)
 
 
 def encode(col: Column, value: Any) -> Any:
@@ -130,6 +138,11 @@ def encode(col: Column, value: Any) -> Any:
             raise _fail(col, value, "expected a time")
         return value.isoformat(timespec="microseconds")
     if kind == "datetimeoffset":
+        if isinstance(value, str):  # ISO 8601 text with its offset (PostgreSQL's read-back)
+            try:
+                value = dt.datetime.fromisoformat(value)
+            except ValueError:
+                raise _fail(col, value, "expected ISO 8601 text with an offset") from None
         if not isinstance(value, dt.datetime) or value.tzinfo is None:
             raise _fail(col, value, "expected a datetime with offset")
         return value.isoformat(timespec="microseconds")
@@ -250,14 +263,17 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "bytes": base64.b64decode,
     "date": dt.date.fromisoformat,
     "datetime": dt.datetime.fromisoformat,
-    "datetimeoffset": dt.datetime.fromisoformat,
     "time": dt.time.fromisoformat,
 }
 
 
 def param_converter(t: SqlType) -> Callable[[Any], Any] | None:
     """How a canonical value of type t becomes the Python value to bind, decided once per
-    column (None: it binds as it is). Planning calls this per column, not per value."""
+    column (None: it binds as it is). Planning calls this per column, not per value.
+
+    A datetimeoffset binds as its text: pyodbc binds a datetime without its tzinfo (a
+    SQL_TYPE_TIMESTAMP), which PostgreSQL then reads in the session's TimeZone and SQL Server
+    as +00:00, another instant; the ISO 8601 text keeps the instant (and SQL Server the offset)."""
     return _CONVERTERS.get(t.kind)
 
 

@@ -13,23 +13,40 @@ PYTHON=${PYTHON:-python3}
 # postgresql: server binaries for the embedded subscriber; a Java runtime for Spark;
 # chromium: headless, it renders the HTML report in tests/integration/test_html_chromium.py.
 # libossp-uuid16 and zstd: the embedded Babelfish (applier.targets.babelfish) needs the first at
-# run time (its uuid-ossp) and the second to unpack its .tar.zst build.
+# run time (its uuid-ossp) and the second to unpack its .tar.zst build. wal2json: below, once
+# the server's major version is known.
 pkgs=(unixodbc odbc-postgresql tdsodbc postgresql chromium libossp-uuid16 zstd)
 command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if ((${#missing[@]})); then
-    echo "setup: installing ${missing[*]}"
+updated=""
+apt_install() {
+    echo "setup: installing $*"
     SUDO=""
     if [ "$(id -u)" != 0 ]; then
-        command -v sudo >/dev/null || { echo "setup: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+        command -v sudo >/dev/null || { echo "setup: need root or sudo to install $*" >&2; exit 1; }
         SUDO=sudo
     fi
-    $SUDO apt-get update -qq
-    # policy-rc.d keeps Debian's postgresql package from starting a system cluster we don't use.
-    DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    [ -n "$updated" ] || { $SUDO apt-get update -qq; updated=1; }
+    # RUNLEVEL=1 keeps Debian's postgresql package from starting a system cluster we don't use.
+    DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+if ((${#missing[@]})); then
+    apt_install "${missing[@]}"
+fi
+# wal2json, the logical decoding plugin of the test publisher (tests/support/publisher.py), is
+# built per server major version: postgresql-<major>-wal2json for every server installed (the
+# embedded cluster takes pg_config's or the newest; Debian's postgresql pulls its supported one).
+wal2json=()
+for bin in /usr/lib/postgresql/*/bin/postgres; do
+    [ -x "$bin" ] || continue
+    major=$(basename "$(dirname "$(dirname "$bin")")")
+    [ -f "/usr/lib/postgresql/$major/lib/wal2json.so" ] || wal2json+=("postgresql-$major-wal2json")
+done
+if ((${#wal2json[@]})); then
+    apt_install "${wal2json[@]}"
 fi
 
 # -- virtual environment -----------------------------------------------------------------

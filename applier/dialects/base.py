@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import jinja2
 
-from applier.articles import Article, SqlType, Syntax
+from applier.articles import Article, Column, SqlType, Syntax
 from applier.dialects.schema import SchemaStatements
 from applier.errors import UnsupportedError
 
@@ -432,10 +432,15 @@ class Dialect(SchemaStatements):
     def session_setup(self, lock_timeout_ms: int) -> list[str]:
         return []
 
+    def read_column_sql(self, column: Column) -> str:
+        """The expression that reads ``column`` back for verification (applier.verify.target):
+        the column itself, unless the driver's value for it would not be the value held."""
+        return self.quote(column.name)
+
     def select_rows_sql(self, article: Article, slices: int = 1) -> str:
         """Every row of the article; with slices > 1, the rows of one slice of a hash of the
         key, the slice number bound as the one parameter (slices read in parallel)."""
-        cols = ", ".join(self.quote(c) for c in article.column_names)
+        cols = ", ".join(self.read_column_sql(c) for c in article.replicated)
         sql = f"SELECT {cols} FROM {self.table(article)}"
         if slices > 1:
             sql += f" WHERE {self.key_hash_sql(article)} % {int(slices)} = ?"

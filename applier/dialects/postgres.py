@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from applier.articles import Article, SqlType
+from applier.articles import Article, Column, SqlType
 from applier.dialects.base import Classified, ConflictClass, Dialect
 
 ROW_NOT_FOUND_SQLSTATE = "RP598"
@@ -49,6 +49,10 @@ def _constraint(state: str, message: str) -> str | None:
     names = _QUOTED.findall(message)
     return names[at] if len(names) > at else None
 
+
+# to_char's pattern of a UTC timestamp as Python's isoformat(timespec="microseconds") of an
+# aware datetime writes it: 2024-03-10T06:59:59.999999+00:00.
+UTC_ISO = """'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'"""
 
 # Connection-level SQLSTATEs (ODBC's 08xxx, PostgreSQL's 57P01 admin shutdown...).
 _LOST = ("08", "57P01", "57P02", "57P03")
@@ -155,6 +159,16 @@ class PostgresDialect(Dialect):
         params = self.proc_params(article, op)
         args = ", ".join(self.param_marker(p.type) for p in params)
         return f"CALL {self.proc_ref(article, op)}({args})"
+
+    def read_column_sql(self, column: Column) -> str:
+        # A timestamptz is an instant: PostgreSQL keeps no offset ("stored internally in UTC",
+        # https://www.postgresql.org/docs/15/datatype-datetime.html), and psqlODBC returns it as a
+        # naive timestamp (SQL_TYPE_TIMESTAMP) in the session's TimeZone, which names no instant.
+        # Read as that instant in UTC, ISO 8601 text to the microsecond (to_char: whatever the
+        # session's DateStyle), which values.encode reads as it reads its own encoding.
+        if column.type.kind == "datetimeoffset":
+            return f"to_char({self.quote(column.name)} AT TIME ZONE 'UTC', {UTC_ISO})"
+        return super().read_column_sql(column)
 
     def key_hash_sql(self, article: Article) -> str:
         keys = ", ".join(self.quote(k) for k in article.key)

@@ -8,6 +8,7 @@ module only sequences the stages; each stage lives in its own package.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -52,12 +53,14 @@ from applier.targets.progress import (
 )
 from applier.verify.diff import verify
 from applier.verify.oracle import digest_diff, latest_rows, oracle, replicated
-from applier.verify.target import read_target
+from applier.verify.target import failure_reason, read_target
 
 Say = Callable[[str], None]
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 FATAL = "the single connection hit an error the policy does not skip"
 STOPPED = "the run stopped: transient errors on the single connection outlasted the retry policy ({})"
+
+log = logging.getLogger("applier.pipeline")
 
 
 def subscriptions(config: Config) -> tuple[Subscription, ...]:
@@ -297,7 +300,10 @@ def _subscription(
         except Exception as e:  # noqa: BLE001 - a checker that crashes says unknown, never passes
             if stop_of(e) is not None:
                 raise  # a signal that landed inside a C call: the run stops, it did not check
-            check = Check.unknown(f"verification failed: {type(e).__name__}: {e}")
+            # The reason is one line (the summary's verdict cell, the report); the traceback
+            # goes to applier's log (on the console with -v).
+            check = Check.unknown(failure_reason(e))
+            log.info("%s: verify: %s", sub.name, check.reason, exc_info=True)
     phases["verify"] = time.perf_counter() - t
     if applied.planned is not None:
         applied.planned.unpersist()

@@ -13,8 +13,11 @@ whose first key column is not an integer is cut into slices of a hash of its key
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -23,7 +26,7 @@ from applier import failpoints
 from applier.articles import Article
 from applier.records.schema import SNAPSHOT_SCHEMA
 from applier.targets.endpoint import Endpoint
-from applier.values import dumps_sorted_image, encoder, key_text
+from applier.values import ValueError_, dumps_sorted_image, encode, encoder, key_text
 
 _ARROW = pa.schema([("article", pa.string()), ("key", pa.string()), ("image", pa.string())])
 MAX_ROWS_PER_TASK = 250_000  # rows one read task holds at most (evenly spread keys)
@@ -51,6 +54,63 @@ class Bounds:
     lo: object
     hi: object
     rows: int
+
+
+class Unreadable(Exception):
+    """A row of the subscriber that could not be read back or decoded: the message is one line
+    naming the article (and the column and key when a value is refused). Raised in a read task;
+    the driver finds the message in Spark's error text (:func:`failure_reason`)."""
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _key_shown(article: Article, row: Sequence[Any]) -> str:
+    """The key of a row as read (before its image is made), as key_text writes it; a key value
+    that does not decode is shown as the driver gave it."""
+    index = {c.name: i for i, c in enumerate(article.replicated)}
+    values: list[Any] = []
+    for c in article.key_columns:
+        raw = row[index[c.name]]
+        try:
+            values.append(encode(c, raw))
+        except ValueError_:
+            values.append(repr(raw))
+    return json.dumps(values, ensure_ascii=False)
+
+
+def unreadable(article: Article, row: Sequence[Any] | None, e: Exception) -> Unreadable:
+    """The one-line error of a row (None: the read itself) that could not be read back."""
+    where = f"could not check article {article.name!r}"
+    if isinstance(e, ValueError_) and e.column is not None and row is not None:
+        c = e.column
+        where += f": column {c.name!r} ({c.type}) at key {_key_shown(article, row)}"
+        return Unreadable(_one_line(f"{where}: {e.detail}"))
+    return Unreadable(_one_line(f"{where}: {type(e).__name__}: {e}"))
+
+
+# The last line of a Python traceback: "module.Class: message" (Spark's error text holds the
+# worker's traceback; PythonException keeps no exception object to look at).
+_UNREADABLE = re.compile(rf"^\s*(?:[\w.]+\.)?{Unreadable.__name__}: (.+)$", re.M)
+_RAISED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Error_)): (.+)$", re.M)
+
+
+def failure_reason(e: BaseException, limit: int = 500) -> str:
+    """What a verification that failed says, on one line: an :class:`Unreadable` row's message
+    when a read task raised one, else the exception's kind and its first line (a Python
+    worker's last traceback line, not Spark's preamble)."""
+    text = str(e)
+    m = _UNREADABLE.search(text)
+    if m:
+        return _one_line(m.group(1))[:limit]
+    kind = type(e).__name__
+    if "Traceback (most recent call last)" in text:
+        raised = _RAISED.findall(text)
+        if raised:
+            kind, text = raised[-1][0].rsplit(".", 1)[-1], raised[-1][1]
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return _one_line(f"verification failed: {kind}: {first}")[:limit]
 
 
 def split_range(lo: int, hi: int, parts: int) -> list[tuple[int | None, int | None]]:
@@ -142,18 +202,27 @@ def read_target(
                         ((i, c.name, encoder(c)) for i, c in enumerate(a.replicated)), key=lambda x: x[1]
                     )
                     cur = conn.cursor()
-                    if slices > 1:
-                        cur.execute(dialect.select_rows_sql(a, slices), part)
-                    else:
-                        params = [v for v in (lo, hi) if v is not None]
-                        cur.execute(dialect.select_range_sql(a, lo is not None, hi is not None), *params)
+                    try:
+                        if slices > 1:
+                            cur.execute(dialect.select_rows_sql(a, slices), part)
+                        else:
+                            params = [v for v in (lo, hi) if v is not None]
+                            cur.execute(dialect.select_range_sql(a, lo is not None, hi is not None), *params)
+                    except Exception as e:  # noqa: BLE001 - said on one line, naming the article
+                        raise unreadable(a, None, e) from e
                     while True:
-                        rows = cur.fetchmany(10000)
+                        try:
+                            rows = cur.fetchmany(10000)
+                        except Exception as e:  # noqa: BLE001 - a value the driver cannot return
+                            raise unreadable(a, None, e) from e
                         if not rows:
                             break
                         keys, images = [], []
                         for r in rows:
-                            img = {n: enc(r[i]) for i, n, enc in cols}
+                            try:
+                                img = {n: enc(r[i]) for i, n, enc in cols}
+                            except ValueError_ as e:
+                                raise unreadable(a, r, e) from None
                             keys.append(key_text(a, img))
                             images.append(dumps_sorted_image(img))
                         yield pa.RecordBatch.from_arrays(

@@ -38,6 +38,7 @@ ROUND_TRIPS = [
     ("date", dt.date(1900, 1, 1)),
     ("datetime2", dt.datetime(2024, 2, 29, 23, 59, 59, 999999)),
     ("time", dt.time(12, 0, 0, 1)),
+    ("datetimeoffset(6)", dt.datetime(2024, 3, 10, 1, 59, 59, 999999, dt.timezone(dt.timedelta(hours=-5)))),
 ]
 
 
@@ -198,3 +199,27 @@ def test_values_at_the_edges_still_fit():
     assert validate_encoded(col("decimal(38,0)"), "9" * 38) == "9" * 38
     assert validate_encoded(col("real"), 3.4028235e38) == pytest.approx(3.4028234663852886e38)
     assert validate_encoded(col("float"), 1e308) == 1e308
+
+
+def test_datetimeoffset_binds_as_its_text_and_reads_back_from_text():
+    """pyodbc binds a datetime without its tzinfo (PostgreSQL reads it in the session's zone,
+    SQL Server as +00:00: another instant), so the canonical text is bound as it is; the text
+    PostgreSQL's read-back gives (the instant in UTC) encodes as itself."""
+    c = col("datetimeoffset(6)")
+    text = "2024-03-10T01:59:59.999999-05:00"
+    assert to_param(c.type, text) == text
+    assert encode(c, "2024-03-10T06:59:59.999999+00:00") == "2024-03-10T06:59:59.999999+00:00"
+    assert encode(c, "2024-03-10 06:59:59+00:00") == "2024-03-10T06:59:59.000000+00:00"
+
+
+@pytest.mark.parametrize(
+    "v,words",
+    [
+        (dt.datetime(2024, 3, 10, 6, 59, 59), "expected a datetime with offset"),  # naive: no instant
+        ("2024-03-10T06:59:59", "expected a datetime with offset"),  # text without an offset
+        ("10 March 2024", "expected ISO 8601 text with an offset"),
+    ],
+)
+def test_datetimeoffset_without_an_instant_is_refused(v, words):
+    with pytest.raises(ValueError_, match=words):
+        encode(col("datetimeoffset(6)"), v)

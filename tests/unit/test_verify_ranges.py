@@ -84,3 +84,19 @@ def test_range_sql_binds_its_bounds(dialect: str) -> None:
     assert both.count("?") == 2 and " >= " in both and " < " in both
     assert d.select_range_sql(a, True, False).count("?") == 1
     assert "COUNT(*)" in d.key_bounds_sql(a) and d.table(a) in d.key_bounds_sql(a)
+
+
+def test_postgres_reads_a_timestamptz_as_its_instant_in_utc() -> None:
+    """psqlODBC gives a timestamptz as a naive timestamp in the session's zone: PostgreSQL's
+    read-back selects it as UTC ISO text instead; the other columns (and T-SQL's) as they are."""
+    a = Article(
+        "dbo",
+        "t",
+        (Column("id", parse_type("int"), False), Column("at", parse_type("datetimeoffset(6)"))),
+        ("id",),
+    )
+    pg = DIALECTS["postgres"]().select_rows_sql(a)
+    assert pg.startswith(
+        'SELECT "id", to_char("at" AT TIME ZONE \'UTC\', \'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"\')'
+    )
+    assert DIALECTS["tsql"]().select_rows_sql(a).startswith("SELECT [id], [at] FROM")

@@ -42,8 +42,10 @@ its ``lc_monetary`` text (``"$1,234.50"``, ``"-$3.00"``); dates and timestamps i
 session's DateStyle: ISO (``2013-11-02 17:30:52.5+01``), Postgres
 (``Sat Nov 02 17:30:52 2013``, dates ``02-04-2013``), SQL (``11/02/2013``) or German
 (``02.11.2013``), month before day when the style leaves it ambiguous (DateStyle's default
-MDY); time zones only as numeric offsets (ISO). NaN and infinities, which wal2json writes as
-null, are NULL. Errors name file:line and the field (``change[2].columnvalues[4]``,
+MDY); time zones only as numeric offsets (ISO). A ``timestamptz`` is read as its instant in
+UTC (``+00:00``): PostgreSQL keeps no offset, and the one in wal2json's text is the decoding
+session's ``TimeZone`` (pg_recvlogical's ``PGTZ``, else the server's), not the row's. NaN and
+infinities, which wal2json writes as null, are NULL. Errors name file:line and the field (``change[2].columnvalues[4]``,
 ``columns[3].value``).
 """
 
@@ -215,7 +217,7 @@ def _python(col: Column, pg_type: str | None, v: Any) -> Any:
         moment = _moment(v, "timestamp with time zone")
         if moment.tzinfo is None:
             raise _Bad(f"{v!r} has no time zone offset; the column is {col.type}")
-        return moment
+        return moment.astimezone(dt.timezone.utc)  # the instant: the offset is the session's
     if kind == "time":
         m = _TIME_ONLY.match(v.strip())
         if not m:
