@@ -367,8 +367,9 @@ def _run(
         if target is None or isinstance(target, str):
             target = Target.parse(target)
         slots = needed_slots(config)
-        starting, spark = (spark, None) if isinstance(spark, Starting) else (None, spark)
-        if spark is None:
+        starting: Starting | None = spark if isinstance(spark, Starting) else None
+        session: SparkSession | None = None if isinstance(spark, Starting) else spark
+        if session is None:
             note = spark_note(config.spark)
             if note is not None:
                 logging.getLogger(__name__).warning(note)
@@ -379,11 +380,12 @@ def _run(
             stack.enter_context(target)
         ends = endpoints(config, target)
         if starting is not None:
-            spark = starting.result()
+            session = starting.result()
+        assert session is not None
         # Before anything is generated or installed: N streams need N task slots at once.
-        check_slots(spark, slots, config.spark.slot_wait)
+        check_slots(session, slots, config.spark.slot_wait)
         result = pipeline.run(
-            spark,
+            session,
             config,
             ends,
             changes=changes,

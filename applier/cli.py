@@ -388,7 +388,7 @@ def _since_start() -> float | None:
     import psutil
 
     try:
-        return max(0.0, time.time() - psutil.Process().create_time())
+        return max(0.0, time.time() - float(psutil.Process().create_time()))
     except psutil.Error:
         return None
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from pyspark.sql import DataFrame
 
@@ -35,12 +35,14 @@ def summarize(
     conflicts: dict[str, int] = {}
     by_round: dict[str, int] = {}
     for (kind, outcome, cls), count in d.tallies.items():
+        # keys as the events hold them (a NULL stays None, as before the digest)
+        o, c = cast(str, outcome), cast(str, cls)
         if kind in ("command", "batch"):
-            outcomes[outcome] = outcomes.get(outcome, 0) + count
+            outcomes[o] = outcomes.get(o, 0) + count
         elif kind == "conflict":
-            conflicts[cls] = conflicts.get(cls, 0) + count
+            conflicts[c] = conflicts.get(c, 0) + count
         else:
-            by_round[outcome] = by_round.get(outcome, 0) + count
+            by_round[o] = by_round.get(o, 0) + count
     few = d.of("log", "stream")
     log_rows = sorted(
         (r for r in few if r["kind"] == "log"), key=lambda r: (r["round"] is not None, r["round"] or 0)

@@ -191,10 +191,10 @@ def _segment(
     ``known``: (first transaction, transactions, commands) of a stream whose transactions are
     consecutive and counted, read without a pass over it."""
     with cost.phase("plan"):
-        planned = _plan(spark, rows, articles, k, st, known, work_dir, out, say)
-    if planned is None:
+        made = _plan(spark, rows, articles, k, st, known, work_dir, out, say)
+    if made is None:
         return None
-    planned, n_rounds, feed, commands = planned
+    planned, n_rounds, feed, commands = made
     name = st.name if k == 0 else f"{st.name}/{k}"
     endpoint = st.job.endpoint
     n = st.job.streams

@@ -99,7 +99,7 @@ def generate(spark: SparkSession, config: Config) -> ChangeSet:
         snap = columnar.snapshot(spark, articles, workload).persist(
             cache_level(workload.initial_rows * len(articles))
         )
-        stats = StreamStats(1, workload.transactions, workload.commands)
+        stats: StreamStats | None = StreamStats(1, workload.transactions, workload.commands)
         return ChangeSet(
             changes, snap, f"generated {workload.kind} seed={workload.seed} (columnar)", stats=stats
         )
