@@ -40,6 +40,7 @@ from applier.results import Check, RunResult, SubscriptionResult
 from applier.sources.dataset import ChangeSet, generate, read_changes
 from applier.sources.formats import Options
 from applier.sources.hazards import effective_config
+from applier.sparkenv import without_aqe
 from applier.targets.connection import REAPPLY
 from applier.targets.endpoint import Endpoint
 from applier.targets.progress import (
@@ -294,7 +295,8 @@ def _subscription(
         final = sub_articles(schemas, sub, {n: len(v) for n, v in schemas.versions.items()})
         failpoints.reach("verify.start")
         try:
-            check = _verify(spark, cs, schemas, sub, endpoint, final, whole, routed, applied, ev)
+            with without_aqe(spark):
+                check = _verify(spark, cs, schemas, sub, endpoint, final, whole, routed, applied, ev)
         except ApplierError:
             raise
         except Exception as e:  # noqa: BLE001 - a checker that crashes says unknown, never passes

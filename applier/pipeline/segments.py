@@ -43,7 +43,7 @@ from applier.partition.strategies import partition, with_rounds
 from applier.pipeline import cost
 from applier.plan.columns import row_bytes_bound
 from applier.records.events import AppliedProcedure, Schemas, SqlStatement
-from applier.sparkenv import cache_level
+from applier.sparkenv import cache_level, without_aqe
 from applier.targets.endpoint import Endpoint
 from applier.targets.progress import ProgressTable
 
@@ -190,7 +190,7 @@ def _segment(
     """Plan, partition, lay out and apply one segment; its events (None: nothing to apply).
     ``known``: (first transaction, transactions, commands) of a stream whose transactions are
     consecutive and counted, read without a pass over it."""
-    with cost.phase("plan"):
+    with cost.phase("plan"), without_aqe(spark):
         made = _plan(spark, rows, articles, k, st, known, work_dir, out, say)
     if made is None:
         return None
