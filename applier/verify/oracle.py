@@ -122,57 +122,84 @@ def _hash_sql(image: str) -> tuple[str, str]:
     return f"xxhash64({image})", f"xxhash64({DIGEST_SALT}, {image})"
 
 
-def _digest_sql(with_found: bool) -> str:
-    """The digests' comparison as one Spark SQL text over ``{changes}``, ``{snapshot}`` (and
-    ``{found}``): built as Columns it took ~900 calls to the JVM, ~0.3 s of a warm run's
-    driver. Per (article, key): the latest event's digest by lsn (max_by skips the NULL lsn of
-    snapshot and subscriber rows), the snapshot row's (s) and the subscriber's (f, nfound).
-
-    lsn names one command, and a command is one event per key (only deletes and key changes
-    remove, from another key than they produce): the latest event has the largest lsn. The
-    snapshot is not an event: a key no command touched keeps its row."""
+def _digest_rows(changes: DataFrame, snapshot: DataFrame, found: DataFrame | None) -> DataFrame:
+    """(article, key, lsn, produced, h1, h2, s1, s2, f1, f2): every key event with its image's
+    digest (h), every snapshot row with its own (s) and every subscriber row with its own (f),
+    these two with a NULL lsn. Expressions as SQL text on the DataFrames (not ``spark.sql``
+    over them: that reads a cached stream again from its source): built as Columns they took
+    ~900 calls to the JVM, ~0.3 s of a warm run's driver."""
     h1, h2 = _hash_sql("e.image")
     s1, s2 = _hash_sql("image")
     null = "CAST(NULL AS BIGINT)"
-    found = (
-        f"""
-        UNION ALL
-        SELECT article, key, {null}, CAST(NULL AS BOOLEAN), {null}, {null}, {null}, {null}, {s1}, {s2}
-        FROM {{found}}"""
-        if with_found
-        else ""
-    )
-    return f"""
-    WITH rows AS (
-        SELECT article, e.key AS key, lsn, e.produced AS produced, {h1} AS h1, {h2} AS h2,
-               {null} AS s1, {null} AS s2, {null} AS f1, {null} AS f2
-        FROM (
-            SELECT article, lsn, explode(array(
+    events = (
+        changes.selectExpr(
+            "article",
+            "lsn",
+            """explode(array(
                 named_struct('key', key_before, 'produced', false, 'image', CAST(NULL AS STRING),
                              'keep', op = 'D' OR (op = 'U' AND NOT (key_before <=> key_after))),
                 named_struct('key', key_after, 'produced', true, 'image', after,
                              'keep', op IN ('I', 'U'))
-            )) AS e
-            FROM {{changes}}
+            )) AS e""",
         )
-        WHERE e.keep
-        UNION ALL
-        SELECT article, key, {null}, CAST(NULL AS BOOLEAN), {null}, {null}, {s1}, {s2}, {null}, {null}
-        FROM {{snapshot}}{found}
-    ), last AS (
-        SELECT article, key, max_by(produced, lsn) AS produced, max_by(h1, lsn) AS h1,
-               max_by(h2, lsn) AS h2, max(s1) AS s1, max(s2) AS s2, max(f1) AS f1, max(f2) AS f2,
-               count(f1) AS nfound
-        FROM rows GROUP BY article, key
-    ), compared AS (
-        SELECT article, key,
-               CASE WHEN produced THEN named_struct('h1', h1, 'h2', h2)
+        .where("e.keep")
+        .selectExpr(
+            "article",
+            "e.key AS key",
+            "lsn",
+            "e.produced AS produced",
+            f"{h1} AS h1",
+            f"{h2} AS h2",
+            *[f"{null} AS {c}" for c in ("s1", "s2", "f1", "f2")],
+        )
+    )
+    sides = [("s1", "s2", snapshot)] + ([("f1", "f2", found)] if found is not None else [])
+    for a, b, rows in sides:
+        cols = {"s1": null, "s2": null, "f1": null, "f2": null, a: s1, b: s2}
+        events = events.unionByName(
+            rows.selectExpr(
+                "article",
+                "key",
+                f"{null} AS lsn",
+                "CAST(NULL AS BOOLEAN) AS produced",
+                f"{null} AS h1",
+                f"{null} AS h2",
+                *[f"{v} AS {c}" for c, v in cols.items()],
+            )
+        )
+    return events
+
+
+def _compared(changes: DataFrame, snapshot: DataFrame, found: DataFrame | None) -> DataFrame:
+    """(article, key, expected, found, nfound), digests: per key the latest event's digest by
+    lsn (max_by skips the NULL lsn of snapshot and subscriber rows), else the snapshot row's.
+
+    lsn names one command, and a command is one event per key (only deletes and key changes
+    remove, from another key than they produce): the latest event has the largest lsn. The
+    snapshot is not an event: a key no command touched keeps its row."""
+    return (
+        _digest_rows(changes, snapshot, found)
+        .groupBy("article", "key")
+        .agg(
+            F.expr("max_by(produced, lsn)").alias("produced"),
+            F.expr("max_by(h1, lsn)").alias("h1"),
+            F.expr("max_by(h2, lsn)").alias("h2"),
+            F.expr("max(s1)").alias("s1"),
+            F.expr("max(s2)").alias("s2"),
+            F.expr("max(f1)").alias("f1"),
+            F.expr("max(f2)").alias("f2"),
+            F.expr("count(f1)").alias("nfound"),
+        )
+        .selectExpr(
+            "article",
+            "key",
+            """CASE WHEN produced THEN named_struct('h1', h1, 'h2', h2)
                     WHEN produced IS NULL AND s1 IS NOT NULL THEN named_struct('h1', s1, 'h2', s2)
-               END AS expected,
-               CASE WHEN nfound > 0 THEN named_struct('h1', f1, 'h2', f2) END AS found,
-               nfound
-        FROM last
-    )"""
+               END AS expected""",
+            "CASE WHEN nfound > 0 THEN named_struct('h1', f1, 'h2', f2) END AS found",
+            "nfound",
+        )
+    )
 
 
 def oracle_digest(changes: DataFrame, snapshot: DataFrame) -> DataFrame:
@@ -182,11 +209,11 @@ def oracle_digest(changes: DataFrame, snapshot: DataFrame) -> DataFrame:
     aggregates in a hash map; ``max_by`` of a struct holding the image text cannot, and
     sorts every event twice (1M commands: ~2.5 s against ~1.3 s warm, ~5.5 against ~2.6 on
     a cold JVM)."""
-    query = (
-        _digest_sql(False)
-        + " SELECT article, key, expected AS image FROM compared WHERE expected IS NOT NULL"
+    return (
+        _compared(changes, snapshot, None)
+        .where("expected IS NOT NULL")
+        .selectExpr("article", "key", "expected AS image")
     )
-    return changes.sparkSession.sql(query, changes=changes, snapshot=snapshot)
 
 
 def digest_diff(changes: DataFrame, snapshot: DataFrame, found: DataFrame) -> DataFrame:
@@ -194,14 +221,10 @@ def digest_diff(changes: DataFrame, snapshot: DataFrame, found: DataFrame) -> Da
     digests: :func:`oracle_digest` and the subscriber's rows (``found``: article, key, image)
     in one group-by, where a join of the two cost a second shuffle and two more Spark jobs.
     ``nfound``: the subscriber's rows of that key (more than one is a difference)."""
-    query = (
-        _digest_sql(True)
-        + """
-    SELECT article, key, expected, found, nfound,
-           CASE WHEN found IS NULL AND expected IS NOT NULL THEN 'missing'
+    return _compared(changes, snapshot, found).selectExpr(
+        "*",
+        """CASE WHEN found IS NULL AND expected IS NOT NULL THEN 'missing'
                 WHEN expected IS NULL AND found IS NOT NULL THEN 'extra'
                 WHEN found != expected OR nfound > 1 THEN 'different'
-           END AS kind
-    FROM compared"""
+           END AS kind""",
     )
-    return changes.sparkSession.sql(query, changes=changes, snapshot=snapshot, found=found)
