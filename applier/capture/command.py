@@ -47,21 +47,27 @@ PROGRESS_S = 2.0  # a progress line at most this often
 
 @dataclass
 class Tally:
+    """Changes and transactions written (a transaction whose changes --tables left out, which
+    wal2json still delivers empty, is not counted)."""
+
     transactions: int = 0
     changes: int = 0
     last_lsn: int | None = None
+    _open: int = 0  # version 2: changes since the last B
 
     def count(self, version: int, data: str) -> None:
         doc = json.loads(data)
         if version == 1:
-            self.transactions += 1
-            self.changes += sum(
-                1 for c in doc.get("change", ()) if c.get("kind") in ("insert", "update", "delete")
-            )
+            n = sum(1 for c in doc.get("change", ()) if c.get("kind") in ("insert", "update", "delete"))
+            self.changes += n
+            self.transactions += n > 0
+        elif doc.get("action") == "B":
+            self._open = 0
         elif doc.get("action") == "C":
-            self.transactions += 1
+            self.transactions += self._open > 0
         elif doc.get("action") in ("I", "U", "D"):
             self.changes += 1
+            self._open += 1
 
 
 def _options(a: argparse.Namespace) -> tuple[int, list[str] | None, int | None, float | None]:
