@@ -1,5 +1,5 @@
 """Command line: ``applier run`` (default), ``generate``, ``procs``, ``schema``, ``clean``, and the commands
-that live with their stage (``lint``, ``matrix``, ``bench``). Everything goes through the
+that live with their stage (``lint``, ``matrix``, ``bench``, ``articles``, ``capture``). Everything goes through the
 public API (:mod:`applier.api`).
 
 Exit codes of run: 0 converged, 1 diverged, 2 unknown or the run failed, 130 stopped by SIGINT
@@ -636,24 +636,26 @@ def _register_extra(sub: Any) -> list[str]:
     """The commands that live with their stage: each has register(subparsers) adding its
     sub-command with set_defaults(func=...)."""
     from applier.bench import command as bench
+    from applier.capture import command as capture
     from applier.catalog import command as catalog
     from applier.explain import command as explain
     from applier.lint import command as lint
     from applier.matrix import command as matrix
     from applier.repro import command as repro
 
-    names = [m.register(sub) for m in (lint, matrix, bench, catalog)]
+    names = [m.register(sub) for m in (lint, matrix, bench, catalog, capture)]
     names.append(explain.register(sub, _add_settings, _add_run, _add_capture, _config, _capture))
     return names + repro.register(sub, _add_settings, _add_run, _config)
 
 
-_NO_SPARK = ("procs", "schema", "clean", "lint", "articles")  # commands that never start Spark
+_NO_SPARK = ("procs", "schema", "clean", "lint", "articles", "capture")  # commands that never start Spark
 _REPRO = ("explore", "shrink", "export", "replay")  # applier.repro
 COMMANDS = (
     "run",
     "convert",
     "streams",
     "articles",
+    "capture",
     "generate",
     "procs",
     "schema",

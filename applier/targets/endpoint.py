@@ -45,8 +45,9 @@ class Endpoint:
         return f"Endpoint({self.description!r}, dialect={self.dialect_name})"
 
 
-def preflight(cs: str, description: str | None = None, timeout_s: int = 10) -> Endpoint:
-    """Validate the string, connect once, and return the Endpoint; TargetError when unreachable."""
+def preflight(cs: str, description: str | None = None, timeout_s: int = 10, role: str = "target") -> Endpoint:
+    """Validate the string, connect once, and return the Endpoint; TargetError when unreachable
+    (``role``: what the message calls the database: the target, the publisher)."""
     import pyodbc
 
     ensure_odbc_env()
@@ -57,7 +58,7 @@ def preflight(cs: str, description: str | None = None, timeout_s: int = 10) -> E
         conn = pyodbc.connect(full, autocommit=True, timeout=timeout_s)
     except pyodbc.Error as e:
         msg = redact(str(e.args[1] if len(e.args) > 1 else e))
-        raise TargetError(f"cannot reach the target {redact(cs)}: {msg}") from None
+        raise TargetError(f"cannot reach the {role} {redact(cs)}: {msg}") from None
     try:
         dialect = for_server(dialect, conn.cursor())  # the engine, as the server names itself
     finally:

@@ -7,10 +7,9 @@ decoding returns as one line; :meth:`Publisher.capture` reads the same rows thro
 what ``applier run --format wal2json`` (version 1: one transaction per line) and
 ``--format wal2json2`` (version 2: one action per line, B..C around each transaction) read.
 
-The options are the ones applier's readers use (applier/sources/formats/wal2json.py):
-``include-lsn`` (v1's ``nextlsn``: commit order and duplicate deliveries), ``include-xids``
-(kept as each command's source), the default ``include-types`` / ``include-typmod``, and
-``actions`` limited to insert, update and delete (a truncate is refused by the readers).
+The options are ``applier capture``'s (:func:`applier.capture.slot.wal2json_options`: the ones
+applier's readers use); this helper consumes with ``pg_logical_slot_get_changes`` where the
+command peeks and confirms.
 
 Values are written by the decoding session's output functions: its ``TimeZone`` decides the
 offsets of ``timestamptz`` texts (``capture(..., timezone=...)``), its ``DateStyle`` the
@@ -28,14 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from applier.capture.slot import PLUGIN, wal2json_options
 from applier.targets.connstr import ensure_odbc_env
 from applier.targets.embedded import EmbeddedPostgres, find_pg_bindir
 
 LOGICAL = {"wal_level": "logical", "max_replication_slots": "4", "max_wal_senders": "4"}
-OPTIONS = {
-    1: ("format-version", "1", "include-lsn", "1", "include-xids", "1", "actions", "insert,update,delete"),
-    2: ("format-version", "2", "include-lsn", "1", "include-xids", "1", "actions", "insert,update,delete"),
-}
 
 
 def wal2json_missing() -> str | None:
@@ -101,7 +97,7 @@ class Publisher:
 
     def create_slot(self, name: str) -> None:
         """A logical slot decoding with wal2json, from now on."""
-        self.execute(("SELECT pg_create_logical_replication_slot(?, 'wal2json')", name))
+        self.execute(("SELECT pg_create_logical_replication_slot(?, ?)", name, PLUGIN))
 
     def capture(self, slot: str, path: Path, version: int, timezone: str | None = None) -> Path:
         """Everything ``slot`` decodes since the last capture (consumed), in wal2json format
@@ -112,7 +108,7 @@ class Publisher:
             cur = conn.cursor()
             if timezone is not None:
                 cur.execute("SELECT set_config('TimeZone', ?, false)", timezone)
-            opts: Sequence[str] = OPTIONS[version]
+            opts: Sequence[str] = wal2json_options(version)
             marks = ", ".join("?" for _ in opts)
             got = cur.execute(
                 f"SELECT data FROM pg_logical_slot_get_changes(?, NULL, NULL, {marks})", slot, *opts

@@ -226,7 +226,9 @@ def _python(col: Column, pg_type: str | None, v: Any) -> Any:
     return v
 
 
-def _value(col: Column, pg_type: str | None, v: Any, where: str) -> Any:
+def read_value(col: Column, pg_type: str | None, v: Any, where: str) -> Any:
+    """A wal2json value (or the same output-function text read elsewhere: ``applier capture``'s
+    snapshot) -> its canonical encoding for ``col``; InputError naming ``where``."""
     if v is None:
         return None
     try:
@@ -293,7 +295,7 @@ class _Wal2json(Format):
                 continue
             if name in out:
                 raise InputError(f"{at}: column {name!r} appears twice")
-            out[name] = _value(col, pg_type, v, at)
+            out[name] = read_value(col, pg_type, v, at)
         return out
 
     def _change(
