@@ -152,6 +152,8 @@ def run(
                 events = (
                     []
                     if not reading
+                    else list(cs.events)
+                    if cs.events is not None
                     else cs.changes.where(F.col("op").isin(*EVENT_OPS)).orderBy("lsn").collect()
                 )
             if resume and events:

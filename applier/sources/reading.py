@@ -65,9 +65,13 @@ def validate_lines(
     snapshot: bool,
     schemas: Schemas | None = None,
     small: bool = False,
+    origin: str = "",
+    rows_out: list[tuple[Any, ...]] | None = None,
 ) -> DataFrame:
     """JSON Lines files -> validated rows with their ``_place``; InputError naming file:line on
-    the first bad ones. ``small``: one partition per file (zipWithIndex then needs no job)."""
+    the first bad ones. ``small``: one partition per file (zipWithIndex then needs no job), the
+    rows gathered on the driver, where the checks across rows run (:func:`check_positions` or
+    :func:`check_snapshot_keys`, ``origin`` naming the input), and added to ``rows_out``."""
     sc = spark.sparkContext
 
     def check(file: str):  # type: ignore[no-untyped-def]
@@ -101,7 +105,15 @@ def validate_lines(
     if small:  # one job: rows and errors to the driver, the checks across rows run there
         rows = rdd.collect()
         raise_errors([r[0] for r in rows if r[0] is not None][:_SHOWN], noun)
-        return spark.createDataFrame([r[1:] for r in rows], schema)
+        placed = [r[1:] for r in rows]
+        # the checks across rows on the rows at hand (a job each over the DataFrame made of them)
+        if snapshot:
+            _snapshot_key_faults([(r[1], r[2], r[0]) for r in placed])
+        else:
+            _position_faults(sorted((r[1], r[2], r[3], r[0]) for r in placed), origin)
+        if rows_out is not None:
+            rows_out.extend(placed)
+        return spark.createDataFrame(placed, schema)
     rdd = rdd.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         _errors(rdd, noun)
@@ -191,11 +203,19 @@ def check_positions(df: DataFrame, origin: str, small: bool = False) -> None:
     ``small``: the positions are sorted on the driver instead (no shuffle)."""
     cols = df.select("lsn", "xact_seqno", "command_id", PLACE)
     if small:
-        found = list(_ends(0, sorted(tuple(r) for r in cols.collect())))
-    else:
-        parts = max(1, df.rdd.getNumPartitions())
-        ranged = cols.repartitionByRange(parts, "lsn").sortWithinPartitions("lsn", PLACE)
-        found = sorted(ranged.rdd.mapPartitionsWithIndex(_ends).collect())
+        _position_faults(sorted(tuple(r) for r in cols.collect()), origin)
+        return
+    parts = max(1, df.rdd.getNumPartitions())
+    ranged = cols.repartitionByRange(parts, "lsn").sortWithinPartitions("lsn", PLACE)
+    _raise_position_faults(sorted(ranged.rdd.mapPartitionsWithIndex(_ends).collect()), origin)
+
+
+def _position_faults(rows: list[tuple[Any, ...]], origin: str) -> None:
+    """:func:`check_positions` of rows (lsn, xact_seqno, command_id, place) sorted, on the driver."""
+    _raise_position_faults(list(_ends(0, rows)), origin)
+
+
+def _raise_position_faults(found: list[tuple[Any, ...]], origin: str) -> None:
     faults = [f for *_, f in found if f is not None]
     faults += [
         ("order", a[2], b[1], 0) for a, b in zip(found, found[1:], strict=False) if b[1][1:3] <= a[2][1:3]
@@ -223,24 +243,36 @@ def check_snapshot_keys(df: DataFrame, small: bool = False) -> None:
     """A snapshot key names one row (else its load would stop half-way on the primary key).
     ``small``: counted on the driver (no shuffle)."""
     if small:
-        seen: dict[tuple[str, str], list[str]] = {}
-        for r in df.select("article", "key", PLACE).collect():
-            seen.setdefault((r[0], r[1]), []).append(r[2])
-        dup: list[Any] = [
+        _snapshot_key_faults([tuple(r) for r in df.select("article", "key", PLACE).collect()])
+        return
+    dup = (
+        df.groupBy("article", "key")
+        .agg(F.count("*").alias("count"), F.slice(F.sort_array(F.collect_list(PLACE)), 1, 2).alias("at"))
+        .where("count > 1")
+        .limit(1)
+        .collect()
+    )
+    _raise_duplicate_key(dup[0] if dup else None)
+
+
+def _snapshot_key_faults(rows: list[tuple[Any, ...]]) -> None:
+    """:func:`check_snapshot_keys` of rows (article, key, place), on the driver."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for article, key, place in rows:
+        seen.setdefault((article, key), []).append(place)
+    dup = next(
+        (
             {"article": k[0], "key": k[1], "count": len(v), "at": sorted(v)[:2]}
             for k, v in seen.items()
             if len(v) > 1
-        ][:1]
-    else:
-        dup = (
-            df.groupBy("article", "key")
-            .agg(F.count("*").alias("count"), F.slice(F.sort_array(F.collect_list(PLACE)), 1, 2).alias("at"))
-            .where("count > 1")
-            .limit(1)
-            .collect()
-        )
-    if dup:
-        d = dup[0]
+        ),
+        None,
+    )
+    _raise_duplicate_key(dup)
+
+
+def _raise_duplicate_key(d: Any) -> None:
+    if d is not None:
         raise InputError(
             f"{', '.join(d['at'])}: {d['article']} key {d['key']} appears {d['count']} times "
             "in the snapshot; a key names one row"
