@@ -53,3 +53,19 @@ def test_the_suite_s_jvm_compiles_with_c1_alone(spark) -> None:
     jvm = spark.sparkContext._jvm
     args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert (QUICK_JIT in args) == quick_jit_chosen(True), args
+
+
+# A small change file's reading: validation (one job a file set), the positions, snapshot keys
+# and the stream's events read from the rows it gathered (no job), the snapshot's load.
+MAX_READ_JOBS = {"prepare": 3, "plan": 2, "apply": 1, "verify": 2, "report": 0}
+
+
+def test_a_small_change_file_is_read_in_three_jobs(spark, target, tmp_path) -> None:
+    from applier.api import generate
+
+    changes, snap, commands = generate(_cfg("cost-read"), tmp_path / "gen", spark=spark)
+    result, _ = run(spark, _cfg("cost-read"), target, changes=changes, snapshot=snap)
+    assert result.verdict.value == "converged" and commands == 1000
+    jobs = {p: c["jobs"] for p, c in result.cost.items()}
+    assert all(jobs[p] <= MAX_READ_JOBS[p] for p in PHASES), jobs
+    assert jobs["prepare"] >= 2, jobs  # the files are read: validation is a job
