@@ -92,27 +92,40 @@ def arrow_batches_by_rows(spark: SparkSession, row_bytes: int | None) -> Iterato
 AQE = "spark.sql.adaptive.enabled"
 
 
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+OWN_SHUFFLE_PARTITIONS = "spark.applier.shufflePartitions"  # the value applier set (not the user)
+ROWS_PER_SHUFFLE_PARTITION = 100_000  # below it a shuffle's partitions cost more than they share
+
+
 @contextlib.contextmanager
-def without_aqe(spark: SparkSession) -> Iterator[None]:
+def without_aqe(spark: SparkSession, rows: int | None = None) -> Iterator[None]:
     """Within it, queries run without adaptive execution: one Spark job a query, its shuffles
     stages of it, where AQE submits each shuffle's map stage as a job of its own (the plan
     phase's layout: 3 jobs -> 1; verify's comparison: 3 -> 1; ~0.15 s of a warm 1,000-command
     run). For queries whose shuffles AQE has nothing to adapt: a repartition to a given
-    number of partitions (the streams), a group-by over ``spark.sql.shuffle.partitions``
-    (2 per slot) with no join to choose a strategy for. The user's own setting of AQE (the
-    launcher's, --conf) is left alone."""
-    if spark.sparkContext.getConf().contains(AQE):
-        yield
-        return
-    before = spark.conf.get(AQE, None)
-    spark.conf.set(AQE, "false")
+    number of partitions (the streams), a group-by with no join to choose a strategy for.
+    ``rows``: about how many rows the queries shuffle; their group-bys then take one partition
+    a ``ROWS_PER_SHUFFLE_PARTITION`` rows, at most the session's (what AQE would have
+    coalesced them to). The user's own settings (the launcher's, --conf) are left alone."""
+    conf = spark.sparkContext.getConf()
+    want: dict[str, str] = {}
+    if not conf.contains(AQE):
+        want[AQE] = "false"
+    own = conf.get(OWN_SHUFFLE_PARTITIONS, None)
+    if rows is not None and (not conf.contains(SHUFFLE_PARTITIONS) or conf.get(SHUFFLE_PARTITIONS) == own):
+        have = int(spark.conf.get(SHUFFLE_PARTITIONS, "200") or 200)
+        want[SHUFFLE_PARTITIONS] = str(max(1, min(have, -(-rows // ROWS_PER_SHUFFLE_PARTITION))))
+    before: dict[str, str | None] = {k: spark.conf.get(k, None) for k in want}
+    for k, v in want.items():
+        spark.conf.set(k, v)
     try:
         yield
     finally:
-        if before is None:
-            spark.conf.unset(AQE)
-        else:
-            spark.conf.set(AQE, before)
+        for k, old in before.items():
+            if old is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, old)
 
 
 def under_spark_submit() -> bool:
@@ -606,7 +619,8 @@ def spark_session(
             builder.master(url)
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", str(max(2 * n, 8)))
+            .config(SHUFFLE_PARTITIONS, str(max(2 * n, 8)))
+            .config(OWN_SHUFFLE_PARTITIONS, str(max(2 * n, 8)))
             .config("spark.driver.memory", os.environ.get("APPLIER_DRIVER_MEMORY", "2g"))
             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "5000")
             # Rows read from Parquet per batch (4096 by default): a step event holds the lsns

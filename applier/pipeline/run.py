@@ -297,7 +297,7 @@ def _subscription(
         final = sub_articles(schemas, sub, {n: len(v) for n, v in schemas.versions.items()})
         failpoints.reach("verify.start")
         try:
-            with without_aqe(spark):
+            with without_aqe(spark, rows=applied.commands + (loaded or 0)):
                 check = _verify(spark, cs, schemas, sub, endpoint, final, whole, routed, applied, ev)
         except ApplierError:
             raise

@@ -69,3 +69,20 @@ def test_a_small_change_file_is_read_in_three_jobs(spark, target, tmp_path) -> N
     jobs = {p: c["jobs"] for p, c in result.cost.items()}
     assert all(jobs[p] <= MAX_READ_JOBS[p] for p in PHASES), jobs
     assert jobs["prepare"] >= 2, jobs  # the files are read: validation is a job
+
+
+def test_without_aqe_sizes_the_shuffles_and_puts_the_settings_back(spark) -> None:
+    from applier.sparkenv import AQE, SHUFFLE_PARTITIONS, without_aqe
+
+    have = spark.conf.get(SHUFFLE_PARTITIONS)
+    aqe = spark.conf.get(AQE)
+    with without_aqe(spark, rows=1000):
+        assert spark.conf.get(AQE) == "false" and spark.conf.get(SHUFFLE_PARTITIONS) == "1"
+    assert spark.conf.get(SHUFFLE_PARTITIONS) == have and spark.conf.get(AQE) == aqe
+    with without_aqe(spark, rows=250_000):
+        assert spark.conf.get(SHUFFLE_PARTITIONS) == str(min(int(have), 3))
+    with without_aqe(spark, rows=10**9):  # never more than the session's
+        assert spark.conf.get(SHUFFLE_PARTITIONS) == have
+    with without_aqe(spark):
+        assert spark.conf.get(SHUFFLE_PARTITIONS) == have and spark.conf.get(AQE) == "false"
+    assert spark.conf.get(AQE) == aqe
