@@ -81,10 +81,12 @@ class CostMeter:
     def costs(self) -> dict[str, PhaseCost]:
         tracker = self.spark.sparkContext.statusTracker()
         starts = self._worker_starts()
+        loose = self._ungrouped()
         out: dict[str, PhaseCost] = {}
         for name in self.seconds:
             c = PhaseCost(seconds=self.seconds[name])
-            for job in tracker.getJobIdsForGroup(self.group(name)):
+            mine = [j for j, t in loose if any(lo <= t <= hi for lo, hi in self.windows[name])]
+            for job in [*tracker.getJobIdsForGroup(self.group(name)), *mine]:
                 info = tracker.getJobInfo(job)
                 if info is None:
                     continue
@@ -101,6 +103,28 @@ class CostMeter:
                     s for t, s in starts if any(lo <= t <= hi for lo, hi in self.windows[name])
                 )
             out[name] = c
+        return out
+
+    def _ungrouped(self) -> list[tuple[int, float]]:
+        """(job, submitted at) of the jobs without a job group submitted since the first phase
+        began: a broadcast or a subquery Spark runs from a thread of its own, which does not
+        carry the caller's group. Each is counted in the phase it was submitted in."""
+        if not self.windows:
+            return []
+        since = min(lo for w in self.windows.values() for lo, _ in w)
+        store = self.spark.sparkContext._jsc.sc().statusStore()
+        out = []
+        for job in sorted(self.spark.sparkContext.statusTracker().getJobIdsForGroup(None), reverse=True):
+            try:
+                submitted = store.job(job).submissionTime()
+            except Exception:  # noqa: BLE001 - a job no longer retained
+                continue
+            if not submitted.isDefined():
+                continue
+            t = submitted.get().getTime() / 1000
+            if t < since:
+                break  # job ids rise with time: the rest are older
+            out.append((job, t))
         return out
 
     def _worker_starts(self) -> list[tuple[float, float]] | None:

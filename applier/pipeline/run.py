@@ -343,7 +343,10 @@ def _size_hint(config: Config, cs: ChangeSet, ident: RunIdentity, routing: Mappi
         return config.workload.commands
     if routing:
         return sum(routing.values())
-    return int(cs.changes.count())
+    if cs.rows is not None:
+        return cs.rows
+    with cost.phase("plan"):
+        return int(cs.changes.count())
 
 
 def _record(endpoint: Endpoint, name: str, ident: RunIdentity, phase: str, rows: int | None) -> None:

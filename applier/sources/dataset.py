@@ -55,6 +55,7 @@ class ChangeSet:
     # The schema changes, statements and procedures (EVENT_OPS) in lsn order, where the reading
     # had them at hand (a small file, read on the driver); None: read them from ``changes``.
     events: tuple[Any, ...] | None = None
+    rows: int | None = None  # the rows of ``changes``, where the reading counted them
     # How a capture was read (format, transactions, changes, duplicate deliveries dropped): the
     # report's settings.input.
     notes: dict[str, Any] = field(default_factory=dict)
@@ -191,7 +192,15 @@ def read_changes(
         raise
     changes = placed.drop(reading.PLACE)
     events = None if rows is None else _events(rows)
-    return ChangeSet(changes, snap, str(path), schemas, cached=(placed, *snap_cached), events=events)
+    return ChangeSet(
+        changes,
+        snap,
+        str(path),
+        schemas,
+        cached=(placed, *snap_cached),
+        events=events,
+        rows=None if rows is None else len(rows),
+    )
 
 
 def _events(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
