@@ -17,9 +17,10 @@ from pyspark.sql import DataFrame, SparkSession
 from applier.apply.agent import run_agent
 from applier.apply.independent import run_independent
 from applier.apply.job import StreamJob
+from applier.apply.streams import Streamed
 
-# model name -> (spark, laid-out stream, job, events path) -> events
-ApplyModel = Callable[[SparkSession, DataFrame, StreamJob, str], DataFrame]
+# model name -> (spark, laid-out stream, job, events path) -> events and their digest
+ApplyModel = Callable[[SparkSession, DataFrame, StreamJob, str], Streamed]
 
 APPLY_MODELS: dict[str, ApplyModel] = {
     "agent": run_agent,
@@ -31,4 +32,4 @@ def apply_model(name: str) -> ApplyModel:
     return APPLY_MODELS[name]
 
 
-__all__ = ["APPLY_MODELS", "ApplyModel", "StreamJob", "apply_model"]
+__all__ = ["APPLY_MODELS", "ApplyModel", "StreamJob", "Streamed", "apply_model"]

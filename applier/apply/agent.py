@@ -40,7 +40,7 @@ from applier.apply.sender import (
     slim,
 )
 from applier.apply.share import Share, Shares
-from applier.apply.streams import Task, run_streams
+from applier.apply.streams import Streamed, Task, run_streams
 from applier.errors import TargetError
 from applier.plan.calls import Call, Planner
 from applier.sparkenv import executor_id
@@ -375,6 +375,6 @@ def _reapply(
     return {"fatal": True, "message": failure.message}
 
 
-def run_agent(spark: SparkSession, laid_out: DataFrame, job: StreamJob, out_path: str) -> DataFrame:
+def run_agent(spark: SparkSession, laid_out: DataFrame, job: StreamJob, out_path: str) -> Streamed:
     """Apply ``laid_out`` (partition i = stream i's rows with their rounds) with the agent model."""
     return run_streams(spark, laid_out, job, stream_task, out_path)

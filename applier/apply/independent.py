@@ -37,7 +37,7 @@ from applier.apply.sender import (
     send_with_policy,
     slim,
 )
-from applier.apply.streams import Task, run_streams
+from applier.apply.streams import Streamed, Task, run_streams
 from applier.plan.calls import Call, Planner
 from applier.sparkenv import executor_id
 from applier.targets.progress import ProgressTable
@@ -310,6 +310,6 @@ def _apply_deferred(
             ev.add("log", outcome="stopped", cls=failure.cls, code=failure.code, message=failure.message)
 
 
-def run_independent(spark: SparkSession, laid_out: DataFrame, job: StreamJob, out_path: str) -> DataFrame:
+def run_independent(spark: SparkSession, laid_out: DataFrame, job: StreamJob, out_path: str) -> Streamed:
     """Apply ``laid_out`` (partition i = stream i's rows) with the independent model."""
     return run_streams(spark, laid_out, job, independent_task, out_path)

@@ -2,8 +2,8 @@
 
 Both apply models run here: task i receives stream i's rows in lsn order (laid out by
 ``partition.layout`` before the stage), holds one connection for the whole stage, and yields
-the events it records; the events are written to Parquet and read back for the summary and
-the blame.
+the events it records; the events are written to Parquet (read back for the blame) and digested
+by the tasks themselves for the summary.
 
 Where the tasks run on the driver's machine (a local master), the rows reach them from a
 *feed*: the plan phase writes partition i as an Arrow stream file (:func:`write_feed`) and
@@ -20,11 +20,13 @@ import re
 import shutil
 import socket
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from applier.apply.digest import EventDigest, Parts, collected, digesting
 from applier.apply.events import EVENT_SCHEMA
 from applier.apply.gate import GateServer
 from applier.apply.job import StreamJob
@@ -35,6 +37,24 @@ from applier.sparkenv import DISK_ONLY_ABOVE, arrow_batches_by_rows, local_slots
 
 Task = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 MakeTask = Callable[[StreamJob, Address], Task]
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """What a stage of stream tasks made: its events (written to Parquet, read back lazily)
+    and their digest, made by the tasks themselves (:func:`applier.apply.digest.digesting`)."""
+
+    events: DataFrame
+    digest: EventDigest
+
+
+def _stage(spark: SparkSession, laid_out: DataFrame, task: Task, out_path: str) -> EventDigest:
+    """Run ``task`` as one barrier stage over ``laid_out``, its events written to ``out_path``;
+    their digest, gathered from the tasks."""
+    parts = spark.sparkContext.accumulator([], Parts())
+    events = laid_out.mapInArrow(digesting(task, parts), EVENT_SCHEMA, barrier=True)
+    write_run_parquet(events, out_path)
+    return collected(parts.value)
 
 
 def read_events(spark: SparkSession, path: str) -> DataFrame:
@@ -168,7 +188,7 @@ def fed(task: Task, folder: str) -> Task:
 
 def run_streams(
     spark: SparkSession, laid_out: DataFrame, job: StreamJob, make_task: MakeTask, out_path: str
-) -> DataFrame:
+) -> Streamed:
     """Run ``make_task(job, rendezvous)`` as one barrier stage of ``job.streams`` tasks over
     ``laid_out`` (partition i = stream i); write the events the tasks yield to ``out_path``
     and return them. With ``job.feed`` (a folder :func:`write_feed` wrote ``laid_out`` to) the
@@ -186,11 +206,10 @@ def run_streams(
         if job.feed is not None:
             task, laid_out = fed(task, job.feed), spark.range(0, job.streams, 1, job.streams)
         with arrow_batches_by_rows(spark, row_bytes_bound(job.articles)):
-            events = laid_out.mapInArrow(task, EVENT_SCHEMA, barrier=True)
-            write_run_parquet(events, out_path)
+            digest = _stage(spark, laid_out, task, out_path)
     finally:
         coordinator.stop()
-    return read_events(spark, out_path)
+    return Streamed(read_events(spark, out_path), digest)
 
 
 def _controlled(
@@ -201,7 +220,7 @@ def _controlled(
     out_path: str,
     host: str,
     bind: str,
-) -> DataFrame:
+) -> Streamed:
     """The same stage with the streams taking turns at a :class:`GateServer` (a controlled
     schedule); the server watches the target's locks through a connection of its own."""
     assert job.schedule is not None
@@ -214,9 +233,7 @@ def _controlled(
         gate.start()
         failed: BaseException | None = None
         try:
-            task = make_task(job, gate.address)
-            events = laid_out.mapInArrow(task, EVENT_SCHEMA, barrier=True)
-            write_run_parquet(events, out_path)
+            digest = _stage(spark, laid_out, make_task(job, gate.address), out_path)
         except Exception as e:  # noqa: BLE001 - the scheduler's own error says more, when it has one
             failed = e
         finally:
@@ -228,4 +245,4 @@ def _controlled(
     finally:
         with contextlib.suppress(Exception):
             monitor.close()
-    return read_events(spark, out_path)
+    return Streamed(read_events(spark, out_path), digest)

@@ -20,7 +20,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from applier import failpoints, leftovers
-from applier.apply.digest import digest_events
 from applier.apply.events import EVENT_SCHEMA
 from applier.apply.gate import ScheduleSpec, order_of
 from applier.apply.install import add_constraints, install, load_snapshot
@@ -250,7 +249,18 @@ def _subscription(
             else filter_rows(cs.snapshot.withColumn("schema_version", F.lit(1)), schemas, sub, final=False)
         )
         loaded = _prepare(
-            endpoint, sub, first, ident, snap, custom_sql, set_apply, full_copy, held, say, label=not whole
+            endpoint,
+            sub,
+            first,
+            ident,
+            snap,
+            custom_sql,
+            set_apply,
+            full_copy,
+            held,
+            say,
+            label=not whole,
+            snapshot_rows=cs.snapshot_rows,
         )
     phases["prepare"] = read_seconds + time.perf_counter() - t
 
@@ -280,7 +290,7 @@ def _subscription(
     t = time.perf_counter()
     with cost.phase("verify"):
         ev = _union(spark, applied.events)
-        digest = digest_events(ev)
+        digest = applied.digest
         summary = summarize(
             ev,
             rounds=applied.rounds,
@@ -409,6 +419,7 @@ def _prepare(
     held: RunRecord | None,
     say: Say,
     label: bool,
+    snapshot_rows: int | None = None,
 ) -> int:
     """Tables, procedures, snapshot and constraints, each phase recorded in the subscriber;
     returns the snapshot's row count. A resume (``held``: the run it continues) continues
@@ -423,7 +434,7 @@ def _prepare(
     install(endpoint, articles, sub.name, custom_sql=custom_sql, set_apply=set_apply)
     failpoints.reach("install.done")
     _record(endpoint, sub.name, ident, INSTALLED, None)
-    loaded = load_snapshot(snapshot, endpoint, articles)
+    loaded = load_snapshot(snapshot, endpoint, articles, rows=snapshot_rows)
     failpoints.reach("load.constraints")
     if full_copy:
         add_constraints(endpoint, articles)

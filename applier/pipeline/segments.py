@@ -29,8 +29,10 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from applier.apply import apply_model
+from applier.apply import Streamed, apply_model
 from applier.apply.barriers import apply_schema_change, apply_statement, call_procedure, schema_change_sql
+from applier.apply.digest import EventDigest, digest_events
+from applier.apply.events import EVENT_SCHEMA
 from applier.apply.job import StreamJob
 from applier.apply.streams import clear_feeds, feed_folder, feeds_from_files, write_feed
 from applier.articles import Article
@@ -141,6 +143,7 @@ class Applied:
     """What the segments did: events, counts, the planned stream of a single segment."""
 
     events: list[DataFrame] = field(default_factory=list)
+    digest: EventDigest = field(default_factory=EventDigest)  # of every events DataFrame
     rounds: int = 0
     segments: int = 0
     commands: int = 0
@@ -186,7 +189,7 @@ def _segment(
     out: Applied,
     say: Say,
     progress: Progress,
-) -> DataFrame | None:
+) -> Streamed | None:
     """Plan, partition, lay out and apply one segment; its events (None: nothing to apply).
     ``known``: (first transaction, transactions, commands) of a stream whose transactions are
     consecutive and counted, read without a pass over it."""
@@ -210,7 +213,7 @@ def _segment(
     t = time.perf_counter()
     try:
         with cost.phase("apply"):
-            events = apply_model(st.model)(
+            streamed = apply_model(st.model)(
                 spark, planned, job, str(work_dir / f"events-{st.name.replace('/', '_')}-{k}")
             )
     finally:
@@ -226,7 +229,7 @@ def _segment(
         planned.unpersist()
     out.rounds += n_rounds
     out.segments += 1
-    return events
+    return streamed
 
 
 def _plan(
@@ -317,31 +320,43 @@ def apply_segments(
         with cost.phase("plan"):
             some = not out.fatal and (not plan.barriers or bool(seg.limit(1).count()))
         if some:
-            ev = _segment(spark, seg, articles, k, st, known, not plan.barriers, work_dir, out, say, progress)
-            if ev is not None:
-                out.events.append(ev)
+            made = _segment(
+                spark, seg, articles, k, st, known, not plan.barriers, work_dir, out, say, progress
+            )
+            if made is not None:
+                out.events.append(made.events)
+                out.digest.add(made.digest.part())
                 # A fatal round stops the run before the next barrier (none follows the last
                 # segment: the summary reports it from the events).
-                if b is not None:
-                    with cost.phase("apply"):
-                        out.fatal = bool(ev.where("kind = 'round' AND outcome = 'fatal'").limit(1).count())
+                out.fatal = any(
+                    n for (kind, o, _), n in made.digest.tallies.items() if (kind, o) == ("round", "fatal")
+                )
                 k += 1
         if b is not None and not out.fatal:
             _barrier(b, sub, st, schemas, versions, articles, plan, committed, out, say)
         lo = hi
     if committed:
-        out.events.append(
-            routed.where(F.col("statement").isin(committed) & F.col("op").isin("I", "U", "D")).select(
-                F.lit("command").alias("kind"),
-                "lsn",
-                "xact_seqno",
-                F.lit(0).alias("stream"),
-                F.lit(None).cast("int").alias("round"),
-                F.lit("statement").alias("outcome"),
-                "article",
-            )
+        stated = routed.where(F.col("statement").isin(committed) & F.col("op").isin("I", "U", "D")).select(
+            F.lit("command").alias("kind"),
+            "lsn",
+            "xact_seqno",
+            F.lit(0).alias("stream"),
+            F.lit(None).cast("int").alias("round"),
+            F.lit("statement").alias("outcome"),
+            "article",
         )
+        out.events.append(stated)
+        with cost.phase("verify"):
+            out.digest.add(digest_events(_conformed(stated)).part())
     return out
+
+
+def _conformed(events: DataFrame) -> DataFrame:
+    """``events`` with every column of EVENT_SCHEMA (NULL where it has none)."""
+    cols = [c.strip().split(" ", 1) for c in EVENT_SCHEMA.split(",")]
+    return events.selectExpr(
+        *[name if name in events.columns else f"CAST(NULL AS {kind}) AS {name}" for name, kind in cols]
+    )
 
 
 def _barrier(

@@ -56,6 +56,7 @@ class ChangeSet:
     # had them at hand (a small file, read on the driver); None: read them from ``changes``.
     events: tuple[Any, ...] | None = None
     rows: int | None = None  # the rows of ``changes``, where the reading counted them
+    snapshot_rows: int | None = None  # the rows of ``snapshot``, where known without a job
     # How a capture was read (format, transactions, changes, duplicate deliveries dropped): the
     # report's settings.input.
     notes: dict[str, Any] = field(default_factory=dict)
@@ -88,6 +89,7 @@ def _batches(rows: Iterator[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.
 
 
 GEN_TASK_ROWS = 250_000  # rows (snapshot and commands) a generating task takes before more tasks are used
+GEN_MIN_TASK_ROWS = 20_000  # ... and below which one more task costs more than it shares
 
 
 def generate(spark: SparkSession, config: Config) -> ChangeSet:
@@ -105,7 +107,11 @@ def generate(spark: SparkSession, config: Config) -> ChangeSet:
         )
         stats: StreamStats | None = StreamStats(1, workload.transactions, workload.commands)
         return ChangeSet(
-            changes, snap, f"generated {workload.kind} seed={workload.seed} (columnar)", stats=stats
+            changes,
+            snap,
+            f"generated {workload.kind} seed={workload.seed} (columnar)",
+            stats=stats,
+            snapshot_rows=workload.initial_rows * len(articles),
         )
 
     lane_generator = hazards.generate_lane if workload.kind in hazards.HAZARDS else generate_lane
@@ -126,9 +132,13 @@ def generate(spark: SparkSession, config: Config) -> ChangeSet:
     # The lanes are the workload's (a seed gives one stream); the tasks that generate them are
     # the session's: as many as it has slots, more only for a large workload. A small one in
     # 16 tasks paid 16 tasks in every stage that reads it (48 in verify's, 0.8 s warm).
+    # A stream too small to share (GEN_MIN_TASK_ROWS a task) is generated in fewer: each task
+    # is a Python worker's round trip and a partition every later stage reads (the demo's
+    # 14,000 rows: 8 tasks -> 1).
     n = lane_count(workload)
     size = workload.initial_rows * len(articles) + workload.commands
-    tasks = min(n, max(spark.sparkContext.defaultParallelism, -(-size // GEN_TASK_ROWS)))
+    slots = min(spark.sparkContext.defaultParallelism, -(-size // GEN_MIN_TASK_ROWS))
+    tasks = min(n, max(slots, -(-size // GEN_TASK_ROWS), 1))
     gen = spark.range(0, n, numPartitions=tasks).mapInArrow(lanes, _GEN_SCHEMA)
 
     gen = gen.persist(cache_level(size))
@@ -144,7 +154,12 @@ def generate(spark: SparkSession, config: Config) -> ChangeSet:
     if lane_generator is generate_lane:
         stats = StreamStats(1, workload.transactions, workload.commands)
     return ChangeSet(
-        changes, snapshot, f"generated {workload.kind} seed={workload.seed}", cached=(gen,), stats=stats
+        changes,
+        snapshot,
+        f"generated {workload.kind} seed={workload.seed}",
+        cached=(gen,),
+        stats=stats,
+        snapshot_rows=workload.initial_rows * len(articles),
     )
 
 
@@ -186,12 +201,13 @@ def read_changes(
     try:
         if rows is None:
             reading.check_positions(placed, str(path))
-        snap, snap_cached = _read_snapshot(spark, articles, snapshot_path)
+        snap, snap_cached, snap_rows = _read_snapshot(spark, articles, snapshot_path)
     except BaseException:
         placed.unpersist()
         raise
     changes = placed.drop(reading.PLACE)
     events = None if rows is None else _events(rows)
+    stats = None if rows is None else _dense(rows)
     return ChangeSet(
         changes,
         snap,
@@ -200,7 +216,20 @@ def read_changes(
         cached=(placed, *snap_cached),
         events=events,
         rows=None if rows is None else len(rows),
+        snapshot_rows=snap_rows,
+        stats=stats,
     )
+
+
+def _dense(rows: list[tuple[Any, ...]]) -> StreamStats | None:
+    """The stream's transactions and commands, of validated rows at hand (place,
+    CHANGE_FIELDS...), where its transaction numbers are consecutive (the plan then numbers its
+    rounds without a job); None otherwise."""
+    xact = 1 + CHANGE_FIELDS.index("xact_seqno")
+    seen = {r[xact] for r in rows}
+    if not seen or max(seen) - min(seen) + 1 != len(seen):
+        return None
+    return StreamStats(min(seen), len(seen), len(rows))
 
 
 def _events(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
@@ -212,15 +241,19 @@ def _events(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
 
 def _read_snapshot(
     spark: SparkSession, articles: dict[str, Any], snapshot_path: str | Path | None
-) -> tuple[DataFrame, tuple[DataFrame, ...]]:
+) -> tuple[DataFrame, tuple[DataFrame, ...], int | None]:
+    """The snapshot, what was cached to make it, and its rows where known (a small file's)."""
     if snapshot_path is None:
-        return spark.createDataFrame([], SNAPSHOT_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK), ()
+        return spark.createDataFrame([], SNAPSHOT_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK), (), 0
     snap_files = input_files(snapshot_path, "snapshot")
     sp = snap_files.path
+    gathered: list[tuple[Any, ...]] | None = [] if snap_files.small and not snap_files.parquet else None
     if snap_files.parquet:
         snap_placed = reading.snapshot_parquet(spark, sp, articles)
     else:
-        snap_placed = reading.validate_lines(spark, snap_files.files, articles, True, small=snap_files.small)
+        snap_placed = reading.validate_lines(
+            spark, snap_files.files, articles, True, small=snap_files.small, rows_out=gathered
+        )
     snap_placed = snap_placed.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         if snap_files.parquet or not snap_files.small:  # else checked as it was read
@@ -228,7 +261,7 @@ def _read_snapshot(
     except BaseException:
         snap_placed.unpersist()
         raise
-    return snap_placed.drop(reading.PLACE), (snap_placed,)
+    return snap_placed.drop(reading.PLACE), (snap_placed,), None if gathered is None else len(gathered)
 
 
 def _has_subpositions(spark: SparkSession, found: InputFiles) -> bool:
@@ -281,7 +314,7 @@ def read_captured(
         files, origin = found.files, str(found.path)
     got = captured(spark, fmt, files, origin)
     try:
-        snap, snap_cached = _read_snapshot(spark, articles, snapshot_path)
+        snap, snap_cached, snap_rows = _read_snapshot(spark, articles, snapshot_path)
     except BaseException:
         got.unpersist()
         raise
@@ -300,6 +333,7 @@ def read_captured(
         cached=(*got.cached, *snap_cached),
         notes=notes,
         sources=got.rows,
+        snapshot_rows=snap_rows,
     )
 
 

@@ -58,6 +58,9 @@ def raise_errors(errors: list[str], noun: str) -> None:
         raise InputError(f"invalid {noun}, nothing applied:\n  " + "\n  ".join(errors) + more)
 
 
+SMALL_PARTITION_ROWS = 20_000  # rows of a small file a partition holds (the ones read on the driver)
+
+
 def validate_lines(
     spark: SparkSession,
     files: Sequence[Path],
@@ -113,7 +116,10 @@ def validate_lines(
             _position_faults(sorted((r[1], r[2], r[3], r[0]) for r in placed), origin)
         if rows_out is not None:
             rows_out.extend(placed)
-        return spark.createDataFrame(placed, schema)
+        # in as many partitions as the rows fill (a list would be cut into the session's
+        # default parallelism: 8 tasks of a few rows in every stage that reads them)
+        slices = max(1, min(sc.defaultParallelism, -(-len(placed) // SMALL_PARTITION_ROWS)))
+        return spark.createDataFrame(sc.parallelize(placed, slices), schema)
     rdd = rdd.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         _errors(rdd, noun)

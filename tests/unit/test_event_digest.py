@@ -97,3 +97,53 @@ def test_an_empty_part_adds_nothing() -> None:
     d = EventDigest()
     d.add(_part(iter([])))
     assert (d.tallies, d.rows, d.segments, d.steps) == ({}, [], {}, 0)
+
+
+def _fields(d: EventDigest) -> tuple:  # type: ignore[type-arg]
+    rows = sorted(d.rows, key=lambda r: r["lsn"])
+    return (d.tallies, rows, d.segments, d.steps, d.numbered_steps, d.step_chars, d.step_rows)
+
+
+def test_a_digest_as_one_part_merges_to_the_same_digest() -> None:
+    """A stream task sends its digest as one part (EventDigest.part): merged, it is the digest."""
+    d = _digest(_events(11), 3)
+    again = EventDigest.of_parts([d.part()])
+    assert _fields(again) == _fields(d)
+    # steps too long to travel: the part leaves their rows out, the merge knows it
+    short = EventDigest.of_parts([d.part(step_chars=d.step_chars - 1)])
+    assert short.step_rows is None and short.steps == d.steps
+
+
+class _Accumulator:
+    """What a Spark accumulator does for a task: keeps what it adds."""
+
+    def __init__(self) -> None:
+        self.value: list = []  # type: ignore[type-arg]
+
+    def add(self, v: list) -> None:  # type: ignore[type-arg]
+        self.value.extend(v)
+
+
+def test_a_task_s_events_are_digested_as_it_yields_them(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """digesting(): the batches pass through unchanged, in chunks of DIGEST_ROWS, and the part
+    added to the accumulator is the digest of everything the task yielded; of a partition's
+    attempts, the last one counts."""
+    import applier.apply.digest as digest_mod
+    from applier.apply.digest import collected, digesting
+
+    rows = _events(5)
+    batches = [pa.RecordBatch.from_pylist(rows[i : i + 30], schema=_ARROW) for i in range(0, len(rows), 30)]
+    ctx = type("Ctx", (), {"partitionId": lambda self: 2, "taskAttemptId": lambda self: 17})()
+    monkeypatch.setattr("pyspark.TaskContext.get", classmethod(lambda cls: ctx))
+    monkeypatch.setattr(digest_mod, "DIGEST_ROWS", 70)  # several chunks
+    acc = _Accumulator()
+    out = list(digesting(lambda it: iter(batches), acc)(iter([])))
+    assert out == batches
+    ((partition, attempt, part),) = acc.value
+    assert (partition, attempt) == (2, 17)
+    assert _fields(EventDigest.of_parts([part])) == _fields(_digest(rows, 1))
+    # an earlier attempt of partition 2 (reported before its retry) does not count twice
+    stale = _digest(rows[:10], 1).part()
+    other = _digest(rows[:5], 1).part()
+    merged = collected([(2, 9, stale), *acc.value, (0, 3, other)])
+    assert merged.tallies == EventDigest.of_parts([part, other]).tallies
