@@ -510,7 +510,10 @@ def _version() -> str:
     return f"applier {v['applier']} (Spark {v['spark']}, pyodbc {v['pyodbc']}, Python {v['python']})"
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser. ``command``: the one sub-command the arguments name, where known: the
+    commands that live with their stage are then registered only if it is theirs (importing
+    them all cost ~0.3 s of every ``applier run``); None: every command (help, an unknown one)."""
     p = _Parser(
         prog="applier",
         description="Multi-connection apply tester for replication subscribers",
@@ -623,29 +626,44 @@ def parser() -> argparse.ArgumentParser:
     cl = sub.add_parser("clean", help="remove the clusters and folders that killed runs left behind")
     cl.add_argument("--dir", help="where to look (default: the temporary directory)")
     cl.set_defaults(func=cmd_clean)
-    _register_extra(sub)
-    for command in sub.choices.values():  # `applier run -v` as well as `applier -v run`
-        if not any("-v" in act.option_strings for act in command._actions):
-            command.add_argument(
+    _register_extra(sub, command)
+    for each in sub.choices.values():  # `applier run -v` as well as `applier -v run`
+        if not any("-v" in act.option_strings for act in each._actions):
+            each.add_argument(
                 "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP
             )
     return p
 
 
-def _register_extra(sub: Any) -> list[str]:
-    """The commands that live with their stage: each has register(subparsers) adding its
-    sub-command with set_defaults(func=...)."""
-    from applier.bench import command as bench
-    from applier.capture import command as capture
-    from applier.catalog import command as catalog
-    from applier.explain import command as explain
-    from applier.lint import command as lint
-    from applier.matrix import command as matrix
-    from applier.repro import command as repro
+# the commands that live with their stage, by the module that registers them
+_EXTRA = {
+    "applier.lint.command": ("lint",),
+    "applier.matrix.command": ("matrix",),
+    "applier.bench.command": ("bench",),
+    "applier.catalog.command": ("articles",),
+    "applier.capture.command": ("capture",),
+    "applier.explain.command": ("streams",),
+    "applier.repro.command": ("explore", "shrink", "export", "replay"),
+}
 
-    names = [m.register(sub) for m in (lint, matrix, bench, catalog, capture)]
-    names.append(explain.register(sub, _add_settings, _add_run, _add_capture, _config, _capture))
-    return names + repro.register(sub, _add_settings, _add_run, _config)
+
+def _register_extra(sub: Any, command: str | None = None) -> list[str]:
+    """The commands that live with their stage: each has register(subparsers) adding its
+    sub-command with set_defaults(func=...); only ``command``'s where it is given."""
+    import importlib
+
+    names: list[str] = []
+    for module, commands in _EXTRA.items():
+        if command is not None and command not in commands:
+            continue
+        m = importlib.import_module(module)
+        if module == "applier.explain.command":
+            names.append(m.register(sub, _add_settings, _add_run, _add_capture, _config, _capture))
+        elif module == "applier.repro.command":
+            names += m.register(sub, _add_settings, _add_run, _config)
+        else:
+            names.append(m.register(sub))
+    return names
 
 
 _NO_SPARK = ("procs", "schema", "clean", "lint", "articles", "capture")  # commands that never start Spark
@@ -675,10 +693,11 @@ def main(argv: list[str] | None = None) -> int:
     rest = argv[lead:]
     if not rest or rest[0] not in (*COMMANDS, "-h", "--help", "--version"):
         argv = [*argv[:lead], "run", *rest]
+    named = argv[lead] if lead < len(argv) and argv[lead] in COMMANDS else None
     try:
-        a = parser().parse_args(argv)
+        a = parser(named).parse_args(argv)
         if a.command is None:
-            a = parser().parse_args(["run", *argv])
+            a = parser("run").parse_args(["run", *argv])
     except _UsageError as e:
         print(e, file=sys.stderr)
         return 2
