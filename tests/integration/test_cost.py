@@ -89,7 +89,9 @@ def test_without_aqe_sizes_the_shuffles_and_puts_the_settings_back(spark) -> Non
 
 
 @pytest.mark.parametrize("model", ["agent", "independent"])
-def test_the_stream_tasks_digest_is_the_digest_of_the_events_they_wrote(spark, target, tmp_path, model) -> None:
+def test_the_stream_tasks_digest_is_the_digest_of_the_events_they_wrote(
+    spark, target, tmp_path, model
+) -> None:
     """The apply stage's tasks digest their own events (no job of their own): the summary made
     of it is the one a digest of the written events (one job over the Parquet) makes."""
     from applier.apply.streams import read_events
