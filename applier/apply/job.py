@@ -32,3 +32,6 @@ class StreamJob:
     # A folder of feed files (applier.apply.streams.write_feed): task i reads stream i's rows
     # from it; None: the rows come through Spark.
     feed: str | None = None
+    # The commands of the laid-out stream, where the plan counted them (a controlled schedule's
+    # scheduler needs the count: None, it counts them itself, a Spark job)
+    commands: int | None = None

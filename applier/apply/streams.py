@@ -228,7 +228,13 @@ def _controlled(
     monitor.autocommit = True
     try:
         gate = GateServer(
-            job.streams, monitor, job.endpoint.dialect, job.schedule, laid_out.count(), host=host, bind=bind
+            job.streams,
+            monitor,
+            job.endpoint.dialect,
+            job.schedule,
+            laid_out.count() if job.commands is None else job.commands,
+            host=host,
+            bind=bind,
         )
         gate.start()
         failed: BaseException | None = None

@@ -276,9 +276,7 @@ def _subscription(
         held is not None,
         size_hint=_size_hint(config, cs, ident, routing),
     )
-    known = None
-    if whole and cs.stats is not None:
-        known = (cs.stats.first_xact, cs.stats.transactions, cs.stats.commands)
+    known = cs.stats if whole else None
     _record(endpoint, sub.name, ident, APPLYING, loaded)
     applied = apply_segments(spark, routed, schemas, sub, st, plan, wd, say, progress, known)
     if not applied.fatal:
@@ -501,6 +499,9 @@ def _verify(
     first (the images are read only to explain a divergence); a filtered subscription compares
     the oracle filtered by its where clauses, cut to its columns, at the last versions."""
     found = read_target(spark, endpoint, final)
+    skipped = sum(
+        n for (kind, o, _), n in applied.digest.tallies.items() if (kind, o) == ("command", "skipped")
+    )
     if whole:
         # A generated stream is not cached: its commands are read back from the planned stream
         # (cached, its count checked); anything else from the stream as read.
@@ -509,7 +510,9 @@ def _verify(
         digests = digest_diff(commands_in, cs.snapshot, found)
         blame = applied.planned if applied.planned is not None else cs.changes
         # the images' oracle is made only to explain a divergence
-        return verify(lambda: oracle(commands_in, cs.snapshot), found, blame, events, digests=digests)
+        return verify(
+            lambda: oracle(commands_in, cs.snapshot), found, blame, events, digests=digests, skipped=skipped
+        )
     commands_in = replicated(cs.changes, final)
     expected = filter_rows(latest_rows(commands_in, cs.snapshot), schemas, sub)
-    return verify(expected, found, routed.where(F.col("op").isin("I", "U", "D")), events)
+    return verify(expected, found, routed.where(F.col("op").isin("I", "U", "D")), events, skipped=skipped)

@@ -45,6 +45,7 @@ from applier.partition.strategies import partition, with_rounds
 from applier.pipeline import cost
 from applier.plan.columns import row_bytes_bound
 from applier.records.events import AppliedProcedure, Schemas, SqlStatement
+from applier.sources.dataset import StreamStats
 from applier.sparkenv import cache_level, without_aqe
 from applier.targets.endpoint import Endpoint
 from applier.targets.progress import ProgressTable
@@ -183,7 +184,7 @@ def _segment(
     articles: tuple[Article, ...],
     k: int,
     st: Settings,
-    known: tuple[int, int, int] | None,
+    known: StreamStats | None,
     keep_planned: bool,
     work_dir: Path,
     out: Applied,
@@ -191,7 +192,7 @@ def _segment(
     progress: Progress,
 ) -> Streamed | None:
     """Plan, partition, lay out and apply one segment; its events (None: nothing to apply).
-    ``known``: (first transaction, transactions, commands) of a stream whose transactions are
+    ``known``: the transactions and commands of a stream whose transactions are
     consecutive and counted, read without a pass over it."""
     with cost.phase("plan"), without_aqe(spark):
         made = _plan(spark, rows, articles, k, st, known, work_dir, out, say)
@@ -201,7 +202,7 @@ def _segment(
     name = st.name if k == 0 else f"{st.name}/{k}"
     endpoint = st.job.endpoint
     n = st.job.streams
-    job = replace(st.job, articles=articles, subscription=name, rounds=n_rounds, feed=feed)
+    job = replace(st.job, articles=articles, subscription=name, rounds=n_rounds, feed=feed, commands=commands)
     say(
         f"applying {commands} commands in {n_rounds} rounds on {n} streams" + (f" (segment {k})" if k else "")
     )
@@ -238,7 +239,7 @@ def _plan(
     articles: tuple[Article, ...],
     k: int,
     st: Settings,
-    known: tuple[int, int, int] | None,
+    known: StreamStats | None,
     work_dir: Path,
     out: Applied,
     say: Say,
@@ -247,7 +248,13 @@ def _plan(
     t = time.perf_counter()
     say("planning rounds and streams" + (f" (segment {k})" if k else ""))
     counted: dict[str, int] = {}
-    indexed, n_rounds = with_rounds(rows, st.commit_batch_size, known[:2] if known else None, counted)
+    indexed, n_rounds = with_rounds(
+        rows,
+        st.commit_batch_size,
+        (known.first_xact, known.transactions) if known else None,
+        counted,
+        known.xacts if known else None,
+    )
     if not n_rounds:
         return None
     name = st.name if k == 0 else f"{st.name}/{k}"
@@ -270,9 +277,9 @@ def _plan(
         feed = str(feed_folder(work_dir, st.name, k))
         fed_rows = sum(write_feed(spark, planned, feed, row_bytes_bound(articles)))
     if known is not None:
-        commands, transactions = (fed_rows if feed else planned.count()), known[1]
-        if commands != known[2]:  # the oracle reads `planned` then: nothing may be lost
-            raise ApplierError(f"planned {commands} commands of the {known[2]} generated")
+        commands, transactions = (fed_rows if feed else planned.count()), known.transactions
+        if commands != known.commands:  # the oracle reads `planned` then: nothing may be lost
+            raise ApplierError(f"planned {commands} commands of the {known.commands} in the stream")
     else:  # as with_rounds read them: the planned stream is the same rows, laid out
         commands, transactions = counted["commands"], counted["transactions"]
     out.plan_seconds += time.perf_counter() - t
@@ -291,7 +298,7 @@ def apply_segments(
     work_dir: Path,
     say: Say,
     progress: Progress,
-    known: tuple[int, int, int] | None = None,
+    known: StreamStats | None = None,
 ) -> Applied:
     """Apply ``routed`` (the subscription's row commands; barrier events may be among them) in
     segments cut at ``plan.barriers``. ``known`` as for :func:`_segment` (one segment only)."""

@@ -38,6 +38,9 @@ class StreamStats:
     first_xact: int
     transactions: int
     commands: int
+    # the transactions in commit order where they are not consecutive (a small file's, at
+    # hand on the driver): the plan numbers them from this list, without a job
+    xacts: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -223,13 +226,14 @@ def read_changes(
 
 def _dense(rows: list[tuple[Any, ...]]) -> StreamStats | None:
     """The stream's transactions and commands, of validated rows at hand (place,
-    CHANGE_FIELDS...), where its transaction numbers are consecutive (the plan then numbers its
-    rounds without a job); None otherwise."""
+    CHANGE_FIELDS...): the plan then numbers its rounds without a job (consecutive transaction
+    numbers, or their list); None for no rows."""
     xact = 1 + CHANGE_FIELDS.index("xact_seqno")
-    seen = {r[xact] for r in rows}
-    if not seen or max(seen) - min(seen) + 1 != len(seen):
+    seen = sorted({r[xact] for r in rows})
+    if not seen:
         return None
-    return StreamStats(min(seen), len(seen), len(rows))
+    dense = seen[-1] - seen[0] + 1 == len(seen)
+    return StreamStats(seen[0], len(seen), len(rows), None if dense else tuple(seen))
 
 
 def _events(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:

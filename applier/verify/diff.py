@@ -54,12 +54,15 @@ def verify(
     show: int = 20,
     history: int = 12,
     digests: DataFrame | None = None,
+    skipped: int | None = None,
 ) -> Check:
     """``digests``: both sides compared with each image as its digest (``oracle.digest_diff``:
     article, key, expected, found, kind, nfound); the counts then come from it, the images
     only for a divergence.
     ``expected`` may be a function making it: with digests, it is made only then (building
-    the oracle's plan is ~0.4 s of the driver's time on a warm session)."""
+    the oracle's plan is ~0.4 s of the driver's time on a warm session).
+    ``skipped``: how many commands the error policy skipped, where the caller knows (the
+    events' digest): none, and their cost is not looked for (a job over the events)."""
     # One job counts both sides and every kind of difference; only a divergence pays for the
     # explanation (and then the sides are cached: they are read again).
     kinds = ("missing", "extra", "different")
@@ -84,41 +87,101 @@ def verify(
     n_found = sum(a["found"] for a in by_article.values())
     if not any(counts.values()):
         return Check(Verdict.CONVERGED, counts, (), n_expected, n_found, by_article=by_article)
+    if digests is not None:
+        # The digests name the divergent keys: the images are made for the shown ones only
+        # (one job), not as a whole oracle joined with the whole subscriber (five jobs).
+        divergent = digests.where("kind IS NOT NULL").select("article", "key", "kind")
+        first = divergent.orderBy("article", "key").limit(show).collect()
+        images = _images([(r["article"], r["key"]) for r in first], expected, found)
+        shown = [
+            {
+                "article": r["article"],
+                "key": r["key"],
+                "kind": r["kind"],
+                "expected": images.get(("e", r["article"], r["key"])),
+                "found": images.get(("f", r["article"], r["key"])),
+            }
+            for r in first
+        ]
+        return _diverged(
+            shown, divergent, changes, events, history, counts, n_expected, n_found, by_article, skipped
+        )
     if callable(expected):
         expected = expected()
     expected = expected.persist()
     found = found.persist()
     d = diff(expected, found).persist()
     try:
-        shown = d.orderBy("article", "key").limit(show).collect()
-        keys = [(r["article"], r["key"]) for r in shown]
-        explained = explain(keys, changes, events, history)
-        out = []
-        for r in shown:
-            commands = explained.get((r["article"], r["key"]), [])
-            out.append(
-                Divergence(
-                    article=r["article"],
-                    key=tuple(json.loads(r["key"])),
-                    kind=r["kind"],
-                    expected=json.loads(r["expected"]) if r["expected"] else None,
-                    found=json.loads(r["found"]) if r["found"] else None,
-                    columns=tuple(_columns_differing(r["expected"], r["found"])),
-                    commands=tuple(commands),
-                    inverted=inverted_pair(commands),
-                    skipped=tuple(c["lsn"] for c in commands if "skipped" in (c.get("outcome") or "")),
-                )
-            )
-        skips = skip_costs(d, changes, events) if events is not None else {}
-        return Check(
-            Verdict.DIVERGED, counts, tuple(out), n_expected, n_found, skips=skips, by_article=by_article
-        )
+        shown = [r.asDict() for r in d.orderBy("article", "key").limit(show).collect()]
+        return _diverged(shown, d, changes, events, history, counts, n_expected, n_found, by_article, skipped)
     finally:
         # Never mask what is unwinding (a signal has stopped Spark: these calls would fail).
         with contextlib.suppress(Exception):
             d.unpersist()
             expected.unpersist()
             found.unpersist()
+
+
+def _images(
+    keys: list[tuple[str, str]], expected: DataFrame | Callable[[], DataFrame], found: DataFrame
+) -> dict[tuple[str, str, str], str]:
+    """The oracle's image ("e") and the subscriber's ("f") of each of ``keys``, in one job."""
+    if not keys:
+        return {}
+    oracle = expected() if callable(expected) else expected
+    cond = F.lit(False)
+    for article, key in keys:
+        cond = cond | ((F.col("article") == article) & (F.col("key") == key))
+    both = (
+        oracle.where(cond)
+        .select(F.lit("e").alias("side"), "article", "key", "image")
+        .unionByName(found.where(cond).select(F.lit("f").alias("side"), "article", "key", "image"))
+    )
+    return {(r["side"], r["article"], r["key"]): r["image"] for r in both.collect()}
+
+
+def _diverged(
+    shown: list[dict[str, Any]],
+    divergent: DataFrame,
+    changes: DataFrame,
+    events: DataFrame | None,
+    history: int,
+    counts: dict[str, int],
+    n_expected: int,
+    n_found: int,
+    by_article: dict[str, dict[str, int]],
+    skipped: int | None = None,
+) -> Check:
+    """The DIVERGED check: the ``shown`` differences (article, key, kind, expected, found)
+    explained by the commands that touched their keys; ``divergent``: every divergent key
+    (article, key, kind), for the skipped commands' cost."""
+    keys = [(r["article"], r["key"]) for r in shown]
+    explained = explain(keys, changes, events, history)
+    out = []
+    for r in shown:
+        commands = explained.get((r["article"], r["key"]), [])
+        out.append(
+            Divergence(
+                article=r["article"],
+                key=tuple(json.loads(r["key"])),
+                kind=r["kind"],
+                expected=json.loads(r["expected"]) if r["expected"] else None,
+                found=json.loads(r["found"]) if r["found"] else None,
+                columns=tuple(_columns_differing(r["expected"], r["found"])),
+                commands=tuple(commands),
+                inverted=inverted_pair(commands),
+                skipped=tuple(c["lsn"] for c in commands if "skipped" in (c.get("outcome") or "")),
+            )
+        )
+    if events is None:
+        skips: dict[str, Any] = {}
+    elif skipped == 0:
+        skips = {"skipped": 0, "rows_lost": 0, "by_skip": []}
+    else:
+        skips = skip_costs(divergent, changes, events)
+    return Check(
+        Verdict.DIVERGED, counts, tuple(out), n_expected, n_found, skips=skips, by_article=by_article
+    )
 
 
 def _effective_times(outcomes: list[dict[str, Any]]) -> tuple[float | None, float | None, str | None]:
@@ -189,22 +252,32 @@ def skip_costs(d: DataFrame, changes: DataFrame, events: DataFrame) -> dict[str,
 
 
 def _touching(
-    changes: DataFrame, keys: list[tuple[str, str]], events: DataFrame | None, column: str | None = None
+    changes: DataFrame, keys: list[tuple[str, str]], events: DataFrame | None
 ) -> list[dict[str, Any]]:
-    """Commands whose before or after key (or only ``column``) is one of keys, with outcomes."""
+    """Commands whose before or after key is one of keys (role ``d``), and, one hop back, the
+    commands whose after key is the before key of one of those where it is another key (role
+    ``p``, its ``k`` that key), with outcomes: one query, one job."""
     spark = changes.sparkSession
     wanted = spark.createDataFrame(keys, "article string, k string")
-    cond = (
-        ((F.col("key_before") == F.col("k")) | (F.col("key_after") == F.col("k")))
-        if column is None
-        else (F.col(column) == F.col("k"))
-    )
     cols = ["article", "k", "lsn", "xact_seqno", "op", "key_before", "key_after", "changed"]
     cols += [c for c in ("stream", "round") if c in changes.columns]
-    touched = changes.join(wanted, "article").where(cond).select(*cols)
+    direct = (
+        changes.join(wanted, "article")
+        .where((F.col("key_before") == F.col("k")) | (F.col("key_after") == F.col("k")))
+        .select(*cols)
+    )
+    hops = (
+        direct.where(F.col("key_before").isNotNull() & (F.col("key_before") != F.col("k")))
+        .select("article", F.col("key_before").alias("k"))
+        .distinct()
+    )
+    producers = changes.join(hops, "article").where(F.col("key_after") == F.col("k")).select(*cols)
+    touched = direct.withColumn("role", F.lit("d")).unionByName(producers.withColumn("role", F.lit("p")))
     if events is not None:
         ev = (
-            command_outcomes(events, touched)
+            command_outcomes(
+                events, touched.select(*[c for c in ("lsn", "stream", "round") if c in cols]).distinct()
+            )
             .groupBy("lsn")
             .agg(F.collect_list(F.struct("outcome", "class", "code", "t_exec", "t_commit")).alias("outcomes"))
         )
@@ -224,6 +297,7 @@ def _touching(
     for r in touched.orderBy("lsn").collect():
         d = r.asDict(recursive=True)
         item: dict[str, Any] = {
+            "role": d["role"],
             "article": d["article"],
             "k": d["k"],
             "lsn": d["lsn"],
@@ -255,9 +329,9 @@ def explain(
     predecessor writes its before key: without it, a lost chain link has no partner to blame)."""
     if not keys:
         return {}
-    direct = _touching(changes, keys, events)
-    hop_keys = sorted({(c["article"], c["_kb"]) for c in direct if c["_kb"] and c["_kb"] != c["k"]})
-    producers = _touching(changes, hop_keys, events, column="key_after") if hop_keys else []
+    touched = _touching(changes, keys, events)
+    direct = [c for c in touched if c["role"] == "d"]
+    producers = [c for c in touched if c["role"] == "p"]
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for c in direct:
         out.setdefault((c["article"], c["k"]), []).append(c)
@@ -270,7 +344,7 @@ def explain(
                     extra.append({**before[-1], "via": f"produced key {c['_kb']}"})
         seen = {c["lsn"] for c in cmds}
         merged = sorted(cmds + [e for e in extra if e["lsn"] not in seen], key=lambda c: c["lsn"])
-        out[key] = [{k: v for k, v in c.items() if not k.startswith("_") and k != "k"} for c in merged][
-            -history:
-        ]
+        out[key] = [
+            {k: v for k, v in c.items() if not k.startswith("_") and k not in ("k", "role")} for c in merged
+        ][-history:]
     return out
