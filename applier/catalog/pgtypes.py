@@ -113,6 +113,7 @@ _RANGES = {
     "datemultirange",
 }
 _GEOMETRIC = {"point", "line", "lseg", "box", "path", "polygon", "circle"}
+_MAX_DECIMAL_DIGITS = 38  # SQL Server's decimal
 _NVARCHAR_MAX_LENGTH = 4000  # SQL Server's nvarchar(n) limit; longer is nvarchar(max)
 _CHAR_MAX_LENGTH = 8000
 
@@ -120,6 +121,7 @@ _CHAR_MAX_LENGTH = 8000
 # timestamp(3) with time zone: the typmod between the name and the zone).
 _TYPE_RE = re.compile(
     r"""^(?P<name>"char"|[a-z_][a-z0-9_]*(?:\s+(?:varying|precision))?)
+        (?P<fields>\s+(?:year|month|day|hour|minute|second)(?:\s+to\s+(?:month|hour|minute|second))?)?
         \s*(?:\(\s*(?P<a>\d+)\s*(?:,\s*(?P<b>-?\d+)\s*)?\))?
         \s*(?P<zone>with(?:out)?\s+time\s+zone)?$""",
     re.X,
@@ -172,6 +174,8 @@ def sql_type(pg_type_text: str) -> SqlType:
             )
         raise _refuse(pg_type_text, "unreadable type name")
     name = base_name(t)
+    if m.group("fields") and name != "interval":
+        raise _refuse(pg_type_text, "unreadable type name")
     a = int(m.group("a")) if m.group("a") is not None else None
     b = int(m.group("b")) if m.group("b") is not None else None
 
@@ -186,11 +190,18 @@ def sql_type(pg_type_text: str) -> SqlType:
         if a is None:
             return SqlType("decimal", precision=38, scale=10)
         scale = b if b is not None else 0
-        if not 1 <= a <= 38:
-            raise _refuse(pg_type_text, f"precision {a} is beyond 38, the most a decimal column holds")
-        if not 0 <= scale <= a:
-            raise _refuse(pg_type_text, f"scale {scale} outside 0..{a} (a decimal column's scale)")
-        return SqlType("decimal", precision=a, scale=scale)
+        # PostgreSQL 15 takes a scale below 0 (rounding to tens, hundreds...) or above the
+        # precision (only decimals): the decimal holding the same values keeps p - s integer
+        # digits and max(s, 0) decimals. numeric(5,-2): decimal(7,0); numeric(3,5): decimal(5,5).
+        digits = max(a - scale, 0) + max(scale, 0)
+        if a < 1:
+            raise _refuse(pg_type_text, "precision must be at least 1")
+        if digits > _MAX_DECIMAL_DIGITS:
+            raise _refuse(
+                pg_type_text,
+                f"its values need {digits} digits, beyond {_MAX_DECIMAL_DIGITS} (the most a decimal column holds)",
+            )
+        return SqlType("decimal", precision=digits, scale=max(scale, 0))
     if name == "float":
         if a is None:
             return SqlType("float")
@@ -219,6 +230,8 @@ def sql_type(pg_type_text: str) -> SqlType:
         return SqlType("datetime2", precision=_fraction(a, pg_type_text))
     if name == "timestamp with time zone":
         return SqlType("datetimeoffset", precision=_fraction(a, pg_type_text))
+    if name == "interval" and m.group("fields"):
+        return SqlType("nvarchar", length=-1)  # its text, whatever fields it keeps
     if name in _TEXTUAL_MAX:
         if name not in ("interval", "time with time zone"):
             no_typmod()
@@ -234,6 +247,19 @@ def sql_type(pg_type_text: str) -> SqlType:
         pg_type_text,
         "not a built-in scalar type applier carries (a user-defined enum, domain or composite type, "
         "or an extension's type such as citext?)",
+    )
+
+
+# An enum value is one of its labels, and a label is at most NAMEDATALEN - 1 = 63 bytes
+# (https://www.postgresql.org/docs/15/datatype-enum.html): at most 63 characters.
+ENUM_LABEL_TYPE = SqlType("nvarchar", length=63)
+
+
+def enum_note(type_text: str) -> str:
+    """What an articles file notes about a column of an enum type (or a domain over one)."""
+    return (
+        f"enum {type_text}: carried as its label text ({ENUM_LABEL_TYPE}); the subscriber orders it "
+        "as text, not in the enum's declared order"
     )
 
 
