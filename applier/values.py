@@ -7,7 +7,7 @@ so that a value compares equal to itself whichever way it came.
 
 Encoding by kind: int -> JSON integer; bool -> true/false; decimal -> string with the
 column's scale ("12.50"); float -> JSON number; str -> string; bytes -> base64 string;
-date/time/datetime -> ISO 8601 text (datetime to microseconds); datetimeoffset -> the same
+date/time/datetime -> ISO 8601 text (datetime and time to microseconds); datetimeoffset -> the same
 with its offset ("2024-03-10T06:59:59.999999+00:00"); uuid -> lower-case text; NULL -> null.
 """
 
@@ -134,8 +134,15 @@ def encode(col: Column, value: Any) -> Any:
             raise _fail(col, value, "expected a datetime")
         return value.replace(tzinfo=None).isoformat(timespec="microseconds")
     if kind == "time":
+        if isinstance(value, str):  # ISO 8601 text (the value bound as a parameter)
+            try:
+                value = dt.time.fromisoformat(value)
+            except ValueError:
+                raise _fail(col, value, "expected a time as ISO 8601 text") from None
         if not isinstance(value, dt.time):
             raise _fail(col, value, "expected a time")
+        if value.tzinfo is not None:
+            raise _fail(col, value, "expected a time of day without an offset")
         return value.isoformat(timespec="microseconds")
     if kind == "datetimeoffset":
         if isinstance(value, str):  # ISO 8601 text with its offset (PostgreSQL's read-back)
@@ -263,7 +270,6 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "bytes": base64.b64decode,
     "date": dt.date.fromisoformat,
     "datetime": dt.datetime.fromisoformat,
-    "time": dt.time.fromisoformat,
 }
 
 
@@ -273,7 +279,10 @@ def param_converter(t: SqlType) -> Callable[[Any], Any] | None:
 
     A datetimeoffset binds as its text: pyodbc binds a datetime without its tzinfo (a
     SQL_TYPE_TIMESTAMP), which PostgreSQL then reads in the session's TimeZone and SQL Server
-    as +00:00, another instant; the ISO 8601 text keeps the instant (and SQL Server the offset)."""
+    as +00:00, another instant; the ISO 8601 text keeps the instant (and SQL Server the offset).
+    A time binds as its text too: pyodbc binds a ``datetime.time`` as a SQL_TIME_STRUCT, which
+    has no fraction of a second (23:59:59.999999 was stored as 23:59:59, measured on psqlODBC);
+    ``'23:59:59.999999'`` converts to PostgreSQL's time and SQL Server's time(7) exactly."""
     return _CONVERTERS.get(t.kind)
 
 

@@ -34,7 +34,7 @@ from sqlglot.tokens import Token, TokenType  # type: ignore[attr-defined]
 
 from applier.articles import SqlType
 from applier.catalog.model import Catalog, RawColumn, RawForeignKey, RawTable, build_catalog
-from applier.catalog.pgtypes import is_serial
+from applier.catalog.pgtypes import ENUM_LABEL_TYPE, enum_note, is_serial
 from applier.catalog.pgtypes import sql_type as pg_sql_type
 from applier.catalog.tsqltypes import Alias, alias_key
 from applier.catalog.tsqltypes import sql_type as tsql_type
@@ -294,7 +294,12 @@ class _Reader:
             self.aliases[alias_key([name])] = Alias(None, why=f"user-defined type {name} is {how}")
         else:
             w = [t.text.upper() for t in rest[:2]]
-            how = "an enum" if "ENUM" in w else "a range type" if "RANGE" in w else "a composite type"
+            if "ENUM" in w:
+                self.aliases[self._pg_alias_key(name)] = Alias(
+                    None, carried=ENUM_LABEL_TYPE, note=enum_note(name)
+                )
+                return
+            how = "a range type" if "RANGE" in w else "a composite type"
             self.aliases[self._pg_alias_key(name)] = Alias(
                 None, why=f"user-defined type {name} is {how}: applier carries no such type"
             )
@@ -732,9 +737,14 @@ def _pg_type(text: str, aliases: Mapping[str, Alias]) -> tuple[SqlType, str, boo
     name = _pg_type_name(text)
     if name is not None and name in aliases:
         alias = aliases[name]
+        if alias.carried is not None:
+            return alias.carried, alias.note, alias.nullable, False
         if alias.base is None:
             raise ConfigError(alias.why)
-        t, note, _, serial = _pg_type(alias.base, {k: v for k, v in aliases.items() if k != name})
+        try:
+            t, note, _, serial = _pg_type(alias.base, {k: v for k, v in aliases.items() if k != name})
+        except ConfigError as e:
+            raise ConfigError(f"domain {name} over {alias.base}: {e}") from None
         return t, note, alias.nullable, serial
     serial = is_serial(text)
     return pg_sql_type(text), "", False if serial else None, serial

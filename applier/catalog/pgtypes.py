@@ -14,10 +14,14 @@ The mapping (PostgreSQL -> applier):
   bigint; ``smallserial``/``serial``/``bigserial`` (``serial2/4/8``) -> the same integer types
   (their identity is the caller's to note: :func:`is_serial`); ``oid`` -> bigint.
 * ``numeric(p,s)``/``decimal(p,s)`` -> decimal(p,s) (p up to 38); ``numeric(p)`` -> decimal(p,0);
-  ``numeric`` without a typmod -> decimal(38,10): unconstrained numerics hold any scale, so a
-  value with more than 10 decimals or 28 integer digits is refused when it is read (naming the
-  column) rather than rounded. ``money`` -> money (its locale text, ``$1,234.50``, is read by
-  the wal2json format).
+  PostgreSQL 15's scale below 0 or above p -> the decimal that holds the same values (p - s
+  integer digits, max(s, 0) decimals: ``numeric(5,-2)`` -> decimal(7,0), ``numeric(3,5)`` ->
+  decimal(5,5)), refused past 38 digits; ``numeric`` without a typmod -> decimal(38,10):
+  unconstrained numerics hold any scale, so a value with more than 10 decimals or 28 integer
+  digits is refused when it is read (naming the column) rather than rounded, and the
+  subscriber shows every value with 10 decimals (``1.50`` as ``1.5000000000``, the same
+  number). ``money`` -> money (its locale text, ``$1,234.50``, is read by the wal2json format;
+  a value beyond SQL Server's money, ±922,337,203,685,477.5807, is refused when it is read).
 * ``real``/``float4``/``float(1..24)`` -> real; ``double precision``/``float8``/``float`` -> float.
 * ``boolean``/``bool`` -> bit.
 * ``character(n)``/``char(n)``/``bpchar(n)`` -> nchar(n) (``character`` alone: nchar(1));
@@ -26,7 +30,8 @@ The mapping (PostgreSQL -> applier):
   PostgreSQL text is Unicode, hence the n-types.
 * Carried as their text form (PostgreSQL's output text, compared as text at the subscriber):
   ``json``, ``jsonb``, ``tsvector``, ``tsquery``, ``interval``, ``time with time zone``
-  (``timetz``), ``pg_lsn`` -> nvarchar(max); bit strings ``bit(n)`` / ``bit varying(n)``
+  (``timetz``), ``pg_lsn`` -> nvarchar(max) (``interval`` with its fields too: ``interval day
+  to second(3)``, as ``format_type()`` writes it); bit strings ``bit(n)`` / ``bit varying(n)``
   (``varbit``) -> varchar(n) of '0'/'1' (no length: varchar(max); ``bit`` alone is bit(1):
   varchar(1)); ``inet``/``cidr`` -> nvarchar(43), ``macaddr`` -> nvarchar(17), ``macaddr8`` ->
   nvarchar(23); ``xml`` -> xml.
@@ -35,10 +40,25 @@ The mapping (PostgreSQL -> applier):
   ``timestamp(p) with time zone``/``timestamptz`` -> datetimeoffset(p) (no p: 6).
 * ``uuid`` -> uniqueidentifier; ``bytea`` -> varbinary(max).
 
-Refused with a :class:`ConfigError` saying why: arrays (``integer[]``, ``_int4``), ranges and
-multiranges (``int4range``, ``tstzrange``...), geometric types (``point``, ``polygon``...),
-and any other name (a user-defined enum, domain or composite type, ``citext``, a
-schema-qualified or quoted name): applier cannot carry them to a SQL Server subscriber.
+User-defined types are known by what the catalog says they are, which a name alone does not
+tell (:mod:`applier.catalog.target` reads ``pg_type.typtype``; :mod:`applier.catalog.ddl` the
+script's ``CREATE TYPE`` / ``CREATE DOMAIN``):
+
+* an enum -> :data:`ENUM_LABEL_TYPE`, nvarchar(63): its label text (a label is at most 63 bytes);
+  the subscriber compares and orders it as text, not in the enum's declared order;
+* a domain -> its base type's mapping (a domain over a domain followed down to the first type
+  that is not one, with the typmod the innermost domain gives it; NOT NULL when any of them
+  says so; a domain over an enum is carried as the enum is); its CHECK constraints stay at the
+  publisher;
+* a composite or range type is refused with its kind.
+
+Refused with a :class:`ConfigError` saying why: arrays (``integer[]``, ``_int4``, a domain over
+one), ranges and multiranges (``int4range``, ``tstzrange``...), geometric types (``point``,
+``polygon``...), and any other name given alone (a user-defined type this function cannot
+tell, an extension's type such as ``citext``, a schema-qualified or quoted name): applier
+cannot carry them to a SQL Server subscriber. Each is refused when the articles are made: the
+column is left out of its article (the table skipped when it is a key column) with one line
+naming the table, the column, its type and this reason (:mod:`applier.catalog.model`).
 """
 
 from __future__ import annotations
@@ -113,6 +133,7 @@ _RANGES = {
     "datemultirange",
 }
 _GEOMETRIC = {"point", "line", "lseg", "box", "path", "polygon", "circle"}
+_MAX_DECIMAL_DIGITS = 38  # SQL Server's decimal
 _NVARCHAR_MAX_LENGTH = 4000  # SQL Server's nvarchar(n) limit; longer is nvarchar(max)
 _CHAR_MAX_LENGTH = 8000
 
@@ -120,6 +141,7 @@ _CHAR_MAX_LENGTH = 8000
 # timestamp(3) with time zone: the typmod between the name and the zone).
 _TYPE_RE = re.compile(
     r"""^(?P<name>"char"|[a-z_][a-z0-9_]*(?:\s+(?:varying|precision))?)
+        (?P<fields>\s+(?:year|month|day|hour|minute|second)(?:\s+to\s+(?:month|hour|minute|second))?)?
         \s*(?:\(\s*(?P<a>\d+)\s*(?:,\s*(?P<b>-?\d+)\s*)?\))?
         \s*(?P<zone>with(?:out)?\s+time\s+zone)?$""",
     re.X,
@@ -150,6 +172,13 @@ def is_serial(pg_type_text: str) -> bool:
     return base_name(pg_type_text) in _SERIALS
 
 
+# What a name alone cannot say: an enum or a domain is carried when it is known to be one.
+_UNDECLARED = (
+    "; a user-defined enum or domain is carried when the script declares it (CREATE TYPE ... AS ENUM, "
+    "CREATE DOMAIN) or the articles come from the catalog (--from-target)"
+)
+
+
 def _refuse(text: str, why: str) -> ConfigError:
     return ConfigError(f"PostgreSQL type {text.strip()!r}: {why}")
 
@@ -166,12 +195,12 @@ def sql_type(pg_type_text: str) -> SqlType:
     if not m:
         if "." in t or '"' in t:
             raise _refuse(
-                pg_type_text,
-                "a schema-qualified or quoted name is a user-defined type (enum, domain, composite); "
-                "applier carries only PostgreSQL's built-in scalar types",
+                pg_type_text, f"a schema-qualified or quoted name is a user-defined type{_UNDECLARED}"
             )
         raise _refuse(pg_type_text, "unreadable type name")
     name = base_name(t)
+    if m.group("fields") and name != "interval":
+        raise _refuse(pg_type_text, "unreadable type name")
     a = int(m.group("a")) if m.group("a") is not None else None
     b = int(m.group("b")) if m.group("b") is not None else None
 
@@ -186,11 +215,18 @@ def sql_type(pg_type_text: str) -> SqlType:
         if a is None:
             return SqlType("decimal", precision=38, scale=10)
         scale = b if b is not None else 0
-        if not 1 <= a <= 38:
-            raise _refuse(pg_type_text, f"precision {a} is beyond 38, the most a decimal column holds")
-        if not 0 <= scale <= a:
-            raise _refuse(pg_type_text, f"scale {scale} outside 0..{a} (a decimal column's scale)")
-        return SqlType("decimal", precision=a, scale=scale)
+        # PostgreSQL 15 takes a scale below 0 (rounding to tens, hundreds...) or above the
+        # precision (only decimals): the decimal holding the same values keeps p - s integer
+        # digits and max(s, 0) decimals. numeric(5,-2): decimal(7,0); numeric(3,5): decimal(5,5).
+        digits = max(a - scale, 0) + max(scale, 0)
+        if a < 1:
+            raise _refuse(pg_type_text, "precision must be at least 1")
+        if digits > _MAX_DECIMAL_DIGITS:
+            raise _refuse(
+                pg_type_text,
+                f"its values need {digits} digits, beyond {_MAX_DECIMAL_DIGITS} (the most a decimal column holds)",
+            )
+        return SqlType("decimal", precision=digits, scale=max(scale, 0))
     if name == "float":
         if a is None:
             return SqlType("float")
@@ -219,6 +255,8 @@ def sql_type(pg_type_text: str) -> SqlType:
         return SqlType("datetime2", precision=_fraction(a, pg_type_text))
     if name == "timestamp with time zone":
         return SqlType("datetimeoffset", precision=_fraction(a, pg_type_text))
+    if name == "interval" and m.group("fields"):
+        return SqlType("nvarchar", length=-1)  # its text, whatever fields it keeps
     if name in _TEXTUAL_MAX:
         if name not in ("interval", "time with time zone"):
             no_typmod()
@@ -232,8 +270,20 @@ def sql_type(pg_type_text: str) -> SqlType:
         raise _refuse(pg_type_text, "geometric types cannot be carried (no SQL Server column type holds one)")
     raise _refuse(
         pg_type_text,
-        "not a built-in scalar type applier carries (a user-defined enum, domain or composite type, "
-        "or an extension's type such as citext?)",
+        f"not a built-in scalar type applier carries (an extension's type such as citext?){_UNDECLARED}",
+    )
+
+
+# An enum value is one of its labels, and a label is at most NAMEDATALEN - 1 = 63 bytes
+# (https://www.postgresql.org/docs/15/datatype-enum.html): at most 63 characters.
+ENUM_LABEL_TYPE = SqlType("nvarchar", length=63)
+
+
+def enum_note(type_text: str) -> str:
+    """What an articles file notes about a column of an enum type (or a domain over one)."""
+    return (
+        f"enum {type_text}: carried as its label text ({ENUM_LABEL_TYPE}); the subscriber orders it "
+        "as text, not in the enum's declared order"
     )
 
 

@@ -2,7 +2,8 @@
 
 The dialect comes from the connection string's driver (:func:`applier.targets.preflight`).
 PostgreSQL is read from ``pg_catalog`` (columns with ``format_type()``, domains resolved to
-their base type, serial and identity columns, generated columns, primary / unique / foreign
+the type under them, through domains over domains; enums carried as their label text,
+composite and range types refused with their kind; serial and identity columns, generated columns, primary / unique / foreign
 key constraints, unique indexes without predicate or expression); SQL Server from the ``sys``
 catalog views (``sys.columns``, ``sys.types``: alias types resolved to their system type,
 ``sys.indexes``: primary keys, unique constraints and unique indexes without filter,
@@ -15,22 +16,37 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from applier.articles import SqlType
 from applier.catalog.model import Catalog, RawColumn, RawForeignKey, RawTable, build_catalog
-from applier.catalog.pgtypes import is_serial
+from applier.catalog.pgtypes import ENUM_LABEL_TYPE, enum_note, is_serial
 from applier.catalog.pgtypes import sql_type as pg_sql_type
 from applier.catalog.tsqltypes import sql_type as tsql_type
 from applier.errors import ConfigError
 
 _PG_SYSTEM = "('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"
 
+# A column's type, and for a domain the type under it: a domain over a domain is followed down
+# to the first type that is not one (``d.base``, with the typmod the innermost domain gives it;
+# NOT NULL when any domain of the chain says so). ``typtype``: b base, e enum, c composite,
+# r range, m multirange, d domain, p pseudo (https://www.postgresql.org/docs/15/catalog-pg-type.html).
 PG_COLUMNS = f"""
 SELECT n.nspname, c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
        a.attidentity <> '' OR pg_get_serial_sequence(format('%I.%I', n.nspname, c.relname), a.attname) IS NOT NULL,
-       a.attgenerated <> '', t.typtype, format_type(t.typbasetype, t.typtypmod), t.typnotnull
+       a.attgenerated <> '', t.typtype, format_type(d.base, d.typmod), d.not_null, bt.typtype
 FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_type t ON t.oid = a.atttypid
+LEFT JOIN LATERAL (
+    WITH RECURSIVE chain(base, typmod, not_null, depth) AS (
+        SELECT t.typbasetype, t.typtypmod, t.typnotnull, 1 WHERE t.typtype = 'd'
+        UNION ALL
+        SELECT u.typbasetype, u.typtypmod, chain.not_null OR u.typnotnull, chain.depth + 1
+        FROM chain JOIN pg_type u ON u.oid = chain.base AND u.typtype = 'd'
+    )
+    SELECT base, typmod, not_null FROM chain ORDER BY depth DESC LIMIT 1
+) d ON true
+LEFT JOIN pg_type bt ON bt.oid = d.base
 WHERE c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped AND NOT c.relispartition
   AND n.nspname NOT IN {_PG_SYSTEM}
 ORDER BY n.nspname, c.relname, a.attnum
@@ -124,6 +140,24 @@ def _groups(rows: Sequence[Sequence[Any]], n: int) -> dict[tuple[Any, ...], list
     return out
 
 
+# What a user-defined type that is not a domain or an enum is, for its refusal.
+_PG_NOT_CARRIED = {
+    "c": "a composite type: applier carries no composite values (no SQL Server column type holds one)",
+    "r": "a range type: range types cannot be carried (no SQL Server column type holds one)",
+    "m": "a multirange type: range types cannot be carried (no SQL Server column type holds one)",
+    "p": "a pseudo-type: it holds no stored value",
+}
+
+
+def _pg_scalar(type_text: str, typtype: str) -> tuple[SqlType, str]:
+    """(the applier type, a note) of a type that is not a domain, or ConfigError saying why."""
+    if typtype == "e":
+        return ENUM_LABEL_TYPE, enum_note(type_text)
+    if typtype in _PG_NOT_CARRIED:
+        raise ConfigError(f"PostgreSQL type {type_text!r} is {_PG_NOT_CARRIED[typtype]}")
+    return pg_sql_type(type_text), ""
+
+
 def postgres_tables(cursor: Any) -> list[RawTable]:
     tables: dict[tuple[str, str], RawTable] = {}
     for (
@@ -137,6 +171,7 @@ def postgres_tables(cursor: Any) -> list[RawTable]:
         typtype,
         base,
         base_notnull,
+        base_typtype,
     ) in cursor.execute(PG_COLUMNS).fetchall():
         t = _table(tables, schema, table)
         c = RawColumn(
@@ -144,14 +179,17 @@ def postgres_tables(cursor: Any) -> list[RawTable]:
         )
         if not c.computed:
             try:
-                if typtype == "d":  # a domain: its base type, its NOT NULL
-                    c.type = pg_sql_type(base)
+                if typtype == "d":  # a domain: the type under it, its NOT NULL
+                    try:
+                        c.type, note = _pg_scalar(base, base_typtype)
+                    except ConfigError as e:
+                        raise ConfigError(f"domain {type_text} over {base}: {e}") from None
                     c.nullable = c.nullable and not base_notnull
-                    c.note = f"domain {type_text}: carried as its base type {base}"
-                elif typtype == "e":
-                    raise ConfigError(f"{type_text} is an enum type: applier carries no such type")
+                    c.note = note or f"domain {type_text}: carried as its base type {base}"
+                    if note:
+                        c.note = f"domain {type_text} over {note}"
                 else:
-                    c.type = pg_sql_type(type_text)
+                    c.type, c.note = _pg_scalar(type_text, typtype)
                     c.identity = c.identity or is_serial(type_text)
             except ConfigError as e:
                 c.why = str(e)

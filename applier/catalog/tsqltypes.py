@@ -52,6 +52,9 @@ class Alias:
     base: str | None  # 'nvarchar(50)'; None: not an alias (a CLR or table type)
     nullable: bool | None = None  # the alias's own NULL / NOT NULL, if it says
     why: str = ""
+    # a type carried as another without a base to read (a PostgreSQL enum: its labels), and its note
+    carried: SqlType | None = None
+    note: str = ""
 
 
 def _unquote(part: str) -> str:

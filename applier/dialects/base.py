@@ -452,8 +452,13 @@ class Dialect(SchemaStatements):
 
     def key_bounds_sql(self, article: Article) -> str:
         """MIN and MAX of the article's first key column and its row count: how a read of the
-        subscriber is split into ranges (applier.verify.target)."""
-        k = self.quote(article.key_columns[0].name)
+        subscriber is split into ranges (applier.verify.target). Only an integer column is split
+        by its range; any other gives NULL bounds (not every type has MIN and MAX: PostgreSQL's
+        uuid and boolean, SQL Server's bit)."""
+        col = article.key_columns[0]
+        if col.type.kind != "int":
+            return f"SELECT NULL, NULL, COUNT(*) FROM {self.table(article)}"
+        k = self.quote(col.name)
         return f"SELECT MIN({k}), MAX({k}), COUNT(*) FROM {self.table(article)}"
 
     def select_range_sql(self, article: Article, lower: bool, upper: bool) -> str:

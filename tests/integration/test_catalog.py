@@ -48,14 +48,13 @@ def test_articles_from_the_embedded_postgres(target) -> None:  # type: ignore[no
     )
     assert parent.column("doubled").computed
     items = c.article("cat_tgt.Line Items")
-    assert items.key == ("parent_id", "Line No") and items.column_names == ("parent_id", "Line No")
+    assert items.key == ("parent_id", "Line No") and items.column_names == ("parent_id", "Line No", "feeling")
+    assert str(items.column("feeling").type) == "nvarchar(63)"  # an enum: its label text
     assert items.references == ((("parent_id",), "cat_tgt.parent", ("id",)),)
     keyed = c.article("cat_tgt.keyed_by_index")
     assert keyed.key == ("code",) and keyed.column("n").identity
-    assert [p.split(": ")[2] for p in c.problems if "Line Items" in p] == [
-        "column tags (text[])",
-        "column feeling (cat_tgt.mood)",
-    ]
+    assert [p.split(": ")[2] for p in c.problems if "Line Items" in p] == ["column tags (text[])"]
+    assert any("column feeling: enum cat_tgt.mood: carried as its label text" in n for n in c.notes)
     assert any("cat_tgt.keyless: no primary key" in p for p in c.problems)
     # the same through a connection string, as `applier articles --from-target` reads it
     again = read_target(target.connection_string, ["cat_tgt.parent"])

@@ -192,15 +192,27 @@ def test_types_that_cannot_be_carried() -> None:
 def test_postgres_types_that_cannot_be_carried() -> None:
     c = ddl(
         "CREATE TYPE mood AS ENUM ('sad', 'ok');\n"
+        "CREATE TYPE pair AS (a int, b text);\n"
         "CREATE DOMAIN positive AS integer NOT NULL CHECK (VALUE > 0);\n"
-        "CREATE TABLE public.t (id bigserial PRIMARY KEY, tags text[], m mood, n positive, r int4range);\n",
+        "CREATE DOMAIN feeling AS mood NOT NULL;\n"
+        "CREATE TABLE public.t (id bigserial PRIMARY KEY, tags text[], m mood, n positive, r int4range,\n"
+        "  p pair, f feeling);\n",
         "postgres",
     )
     t = c.article("public.t")
-    assert t.column_names == ("id", "n") and t.column("id").identity
+    assert t.column_names == ("id", "m", "n", "f") and t.column("id").identity
     assert not t.column("n").nullable  # the domain's NOT NULL
-    assert [p.split(": ")[2].split(" (")[0] for p in c.problems] == ["column tags", "column m", "column r"]
-    assert "user-defined type mood is an enum" in c.problems[1]
+    # an enum is carried as its label text (a label is at most 63 bytes), a domain over one too
+    assert str(t.column("m").type) == str(t.column("f").type) == "nvarchar(63)"
+    assert t.column("m").nullable and not t.column("f").nullable
+    assert [n.split(": ", 2)[2] for n in c.notes if "enum" in n] == [
+        "column m: enum mood: carried as its label text (nvarchar(63)); the subscriber orders it as text, "
+        "not in the enum's declared order",
+        "column f: enum mood: carried as its label text (nvarchar(63)); the subscriber orders it as text, "
+        "not in the enum's declared order",
+    ]
+    assert [p.split(": ")[2].split(" (")[0] for p in c.problems] == ["column tags", "column r", "column p"]
+    assert "user-defined type pair is a composite type" in c.problems[2]
 
 
 def test_a_syntax_error_names_file_and_line() -> None:

@@ -213,7 +213,15 @@ VALUES = [
     ("datetimeoffset(6)", "2013-11-02 23:30:52.000001-03", None, "2013-11-03T02:30:52.000001+00:00"),
     ("datetimeoffset(6)", "1999-12-31 23:59:59.999999+14", None, "1999-12-31T09:59:59.999999+00:00"),
     ("datetimeoffset(6)", "Sat Nov 02 17:30:52 2013 UTC", None, "2013-11-02T17:30:52.000000+00:00"),
+    # an instant whose local year is outside 1..9999 but its UTC one is not (issue 31): the
+    # decoding session's zone put it there (Kolkata, +05:30; St John's local mean time in year 1)
+    ("datetimeoffset(6)", "10000-01-01 05:29:59.999999+05:30", None, "9999-12-31T23:59:59.999999+00:00"),
+    ("datetimeoffset(6)", "0001-12-31 20:29:08-03:30:52 BC", None, "0001-01-01T00:00:00.000000+00:00"),
+    ("datetimeoffset(6)", "0001-01-01 05:53:28+05:53:28", None, "0001-01-01T00:00:00.000000+00:00"),
+    ("datetimeoffset(6)", "10000-01-01 13:59:59+14", None, "9999-12-31T23:59:59.000000+00:00"),
     ("time(6)", "17:30:52.123", None, "17:30:52.123000"),
+    ("time(6)", "23:59:59.999999", None, "23:59:59.999999"),
+    ("decimal(38,10)", "1.50000000000", None, "1.5000000000"),  # zeros past the scale lose nothing
     ("decimal(5,3)", 3.54, None, "3.540"),
     ("decimal(5,3)", "3.540", None, "3.540"),
     ("money", "$1,234.50", "money", "1234.5000"),
@@ -252,6 +260,18 @@ BAD_VALUES = [
     ("varbinary(max)", "zz", "bytea_output = hex"),
     ("int", "x", "expected an integer"),
     ("decimal(5,3)", 123.4, "does not fit precision"),
+    (
+        "decimal(38,10)",
+        "0.00000000001",
+        "0.00000000001 has more than 10 decimals, which decimal(38,10) would round",
+    ),
+    ("decimal(12,2)", 1.005, "has more than 2 decimals"),
+    ("datetimeoffset(6)", "10000-06-01 05:30:00+05:30", "has no equivalent at a subscriber (years 1 to 9999"),
+    ("datetimeoffset(6)", "0001-12-31 12:00:00+00 BC", "has no equivalent at a subscriber (years 1 to 9999"),
+    ("datetime2(6)", "10000-01-01 00:00:00", "has no equivalent at a subscriber (years 1 to 9999"),
+    ("date", "5874897-12-31", "has no equivalent at a subscriber (years 1 to 9999"),
+    ("time(6)", "24:00:00", "a time of day ends at 23:59:59.999999"),
+    ("time(6)", "25:00:00", "hour must be in 0..23"),
     ("nvarchar(3)", "abcd", "longer than 3"),
 ]
 
@@ -261,6 +281,34 @@ def test_bad_values_name_line_and_field(sql: str, value: Any, why: str) -> None:
     with pytest.raises(InputError) as e:
         v2(art(("v", sql)), value)
     assert str(e.value).startswith("f.jsonl:7: columns[1].value: ") and why in str(e.value)
+
+
+def test_a_null_in_a_not_null_number_says_what_wal2json_writes_as_null() -> None:
+    """wal2json writes a numeric NaN and a real/double NaN or ±Infinity as null: in a NOT NULL
+    column that null is refused, saying so (in a nullable one it is a NULL: nothing tells them
+    apart)."""
+    a = Article(
+        "public",
+        "t",
+        (Column("id", parse_type("int"), False), Column("f", parse_type("float"), False)),
+        ("id",),
+    )
+    line = '{"action":"I","schema":"public","table":"t","columns":[{"name":"id","value":1},{"name":"f","value":null}]}'
+    with pytest.raises(InputError) as e:
+        list(Wal2json2({a.name: a}).parse(line, "f.jsonl:3"))
+    assert str(e.value) == (
+        "f.jsonl:3: columns[1].value: column 'f' (float): NULL in a NOT NULL column (wal2json writes a "
+        "numeric NaN, and a real or double NaN or ±Infinity, as null)"
+    )
+
+
+def test_a_negative_zero_keeps_its_sign() -> None:
+    """wal2json writes a real or double -0 as the JSON integer -0 (which int() reads as 0)."""
+    arts = art(("v", "float"))
+    line = '{"action":"I","schema":"public","table":"t","columns":[{"name":"id","value":1},{"name":"v","value":-0}]}'
+    (c,) = Wal2json2(arts).parse(line, "f.jsonl:1")
+    assert isinstance(c, Change) and c.after is not None
+    assert str(c.after["v"]) == "-0.0" and c.after["id"] == 1
 
 
 def test_v1_errors_name_the_change_and_column() -> None:

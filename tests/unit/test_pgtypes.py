@@ -30,6 +30,12 @@ MAPPED = [
     ("NUMERIC ( 12 , 2 )", "decimal(12,2)"),
     ("decimal(10,0)", "decimal(10,0)"),
     ("numeric(7)", "decimal(7,0)"),
+    ("numeric(38,38)", "decimal(38,38)"),
+    # PostgreSQL 15: a negative scale rounds to tens, hundreds...; a scale beyond the precision
+    # keeps only decimals: the decimal that holds the same values
+    ("numeric(5,-2)", "decimal(7,0)"),
+    ("numeric(3,5)", "decimal(5,5)"),
+    ("numeric(36,-2)", "decimal(38,0)"),
     ("numeric", "decimal(38,10)"),
     ("money", "money"),
     # floats
@@ -63,6 +69,10 @@ MAPPED = [
     ("tsvector", "nvarchar(max)"),
     ("tsquery", "nvarchar(max)"),
     ("interval", "nvarchar(max)"),
+    ("interval(3)", "nvarchar(max)"),
+    ("interval day to second(3)", "nvarchar(max)"),  # format_type() of an interval with fields
+    ("interval year to month", "nvarchar(max)"),
+    ("INTERVAL  HOUR", "nvarchar(max)"),
     ("time with time zone", "nvarchar(max)"),
     ("timetz", "nvarchar(max)"),
     ("pg_lsn", "nvarchar(max)"),
@@ -122,7 +132,10 @@ REFUSED = [
     ("public.mood", "user-defined"),
     ('"MyType"', "user-defined"),
     ("numeric(50,2)", "beyond 38"),
-    ("numeric(5,7)", "scale"),
+    ("numeric(37,-2)", "39 digits, beyond 38"),
+    ("numeric(5,39)", "39 digits, beyond 38"),
+    ("numeric(1000,0)", "1000 digits, beyond 38"),
+    ("integer day to second", "unreadable"),  # interval fields on another type
     ("timestamp(9)", "precision must be 0..6"),
     ("float(60)", "1..53"),
     ("integer(4)", "takes no length"),

@@ -51,6 +51,19 @@ def test_round_trip_through_json(t, v):
     assert encode(c, to_param(c.type, enc)) == enc
 
 
+def test_a_time_binds_as_its_text():
+    """pyodbc binds a datetime.time as SQL_TIME_STRUCT, which has no fraction of a second
+    (23:59:59.999999 was stored as 23:59:59 on psqlODBC): a time binds as ISO text."""
+    c = col("time(6)")
+    enc = encode(c, dt.time(23, 59, 59, 999999))
+    assert to_param(c.type, enc) == enc == "23:59:59.999999"
+    assert encode(c, "00:00:00.000001") == "00:00:00.000001"
+    with pytest.raises(ValueError_, match="without an offset"):
+        encode(c, dt.time(1, 0, tzinfo=dt.timezone.utc))
+    with pytest.raises(ValueError_, match="ISO 8601"):
+        encode(c, "24:00:00")
+
+
 @pytest.mark.parametrize("t", [r[0] for r in ROUND_TRIPS])
 def test_null_round_trips(t):
     assert encode(col(t), None) is None

@@ -86,6 +86,17 @@ def test_range_sql_binds_its_bounds(dialect: str) -> None:
     assert "COUNT(*)" in d.key_bounds_sql(a) and d.table(a) in d.key_bounds_sql(a)
 
 
+@pytest.mark.parametrize("dialect", ["postgres", "tsql"])
+@pytest.mark.parametrize("key_type", ["uniqueidentifier", "bit", "nvarchar(max)", "datetimeoffset(6)"])
+def test_bounds_are_asked_only_of_an_integer_key(dialect: str, key_type: str) -> None:
+    """Only an integer first key column is split by range: any other asks no MIN/MAX (PostgreSQL
+    has no min(uuid) or min(boolean), SQL Server no MIN of a bit), only the count."""
+    d = DIALECTS[dialect]()
+    sql = d.key_bounds_sql(_article("t", key_type))
+    assert sql.startswith("SELECT NULL, NULL, COUNT(*) FROM ") and "MIN" not in sql
+    assert "MIN(" in d.key_bounds_sql(_article("t", "smallint"))
+
+
 def test_postgres_reads_a_timestamptz_as_its_instant_in_utc() -> None:
     """psqlODBC gives a timestamptz as a naive timestamp in the session's zone: PostgreSQL's
     read-back selects it as UTC ISO text instead; the other columns (and T-SQL's) as they are."""

@@ -44,9 +44,14 @@ session's DateStyle: ISO (``2013-11-02 17:30:52.5+01``), Postgres
 (``02.11.2013``), month before day when the style leaves it ambiguous (DateStyle's default
 MDY); time zones only as numeric offsets (ISO). A ``timestamptz`` is read as its instant in
 UTC (``+00:00``): PostgreSQL keeps no offset, and the one in wal2json's text is the decoding
-session's ``TimeZone`` (pg_recvlogical's ``PGTZ``, else the server's), not the row's. NaN and
-infinities, which wal2json writes as null, are NULL. Errors name file:line and the field (``change[2].columnvalues[4]``,
-``columns[3].value``).
+session's ``TimeZone`` (pg_recvlogical's ``PGTZ``, else the server's), not the row's. An
+instant whose local text falls outside years 1..9999 (``10000-01-01 05:29:59+05:30``, or
+``0001-12-31 20:29:08-03:30:52 BC``) is read as its UTC instant when that is inside them.
+Refused, naming the value: BC dates, years past 9999, infinities, a time of 24:00:00, and a
+number with more decimals than its column's scale (rather than rounded). NaN and infinities
+of numeric, real and double precision, which wal2json writes as null, are NULL: nothing in the
+capture tells them from a NULL (in a NOT NULL column they are refused, saying so). Errors name
+file:line and the field (``change[2].columnvalues[4]``, ``columns[3].value``).
 """
 
 from __future__ import annotations
@@ -107,18 +112,27 @@ def _offset(text: str | None) -> dt.tzinfo | None:
     return dt.timezone(sign * dt.timedelta(hours=h, minutes=m, seconds=s))
 
 
+_OUT_OF_RANGE = "has no equivalent at a subscriber (years 1 to 9999; BC dates and infinities are refused)"
+# The Gregorian calendar repeats every 400 years (146,097 days, whole weeks): a date moved by
+# 400 years keeps its month, day and leap day.
+_CYCLE = 400
+
+
 def _moment(text: str, want: str) -> Any:
-    """A date/timestamp text in any DateStyle -> date, naive datetime or aware datetime."""
+    """A date/timestamp text in any DateStyle -> date, naive datetime or aware datetime (an
+    aware one in UTC when its local year is outside 1..9999 but its instant is not)."""
     t = text.strip()
-    if t.endswith(" BC") or t.lower() in ("infinity", "-infinity"):
-        raise _Bad(f"{t!r} has no equivalent at a subscriber (BC dates and infinities are refused)")
-    m = _ISO_TS.match(t)
+    if t.lower() in ("infinity", "-infinity"):
+        raise _Bad(f"{t!r} {_OUT_OF_RANGE}")
+    bc = t.endswith(" BC")
+    body = t[:-3].rstrip() if bc else t
+    m = _ISO_TS.match(body)
     y = mo = d = 0
     tz: dt.tzinfo | None = None
     if m:
         y, mo, d = int(m["y"]), int(m["m"]), int(m["d"])
         tz = _offset(m["off"])
-    elif (m := _PG_TS.match(t)) is not None:
+    elif (m := _PG_TS.match(body)) is not None:
         mon = (m["mon"] or m["mon2"]).lower()
         if mon not in _MONTHS:
             raise _Bad(f"unknown month in {t!r}")
@@ -131,24 +145,39 @@ def _moment(text: str, want: str) -> Any:
                     f"time zone {m['tz']!r} in {t!r}: only numeric offsets are read "
                     "(capture with DateStyle ISO: PGOPTIONS='-c DateStyle=ISO' pg_recvlogical ...)"
                 )
-    elif (m := _SQL_TS.match(t)) is not None:
+    elif (m := _SQL_TS.match(body)) is not None:
         a, b = int(m["a"]), int(m["b"])
         y = int(m["y"])
         mo, d = (b, a) if m["sep"] == "." else (a, b)  # German is DMY; SQL and Postgres: MDY
         tz = _offset(m["off"])
     else:
         raise _Bad(f"unreadable {want} {t!r}")
+    year = 1 - y if bc else y  # astronomical: 1 BC is year 0
+    if want == "date" and m["H"] is not None:
+        raise _Bad(f"expected a date, got {t!r}")
+    hour = int(m["H"] or 0)
+    if hour == 24:
+        raise _Bad(f"{t!r}: 24:00:00 has no equivalent at a subscriber")
+    if not 1 <= year <= 9999 and (want == "date" or tz is None):
+        raise _Bad(f"{t!r} {_OUT_OF_RANGE}")
+    # An instant written with a local year outside 1..9999 (9999-12-31 23:00+00 decoded at
+    # +05:30, 0001-01-01 00:00+00 at -03:30 local mean time, "... BC") may still be one a
+    # subscriber holds: read it 400 years inside the range and move its UTC time back.
+    shift = 0 if 1 <= year <= 9999 else (_CYCLE if year < 1 else -_CYCLE)
     try:
         if want == "date":
-            if m["H"] is not None:
-                raise _Bad(f"expected a date, got {t!r}")
-            return dt.date(y, mo, d)
-        hour = int(m["H"] or 0)
-        if hour == 24:
-            raise _Bad(f"{t!r}: 24:00:00 has no equivalent at a subscriber")
-        return dt.datetime(y, mo, d, hour, int(m["M"] or 0), int(m["S"] or 0), _fraction(m["f"]), tzinfo=tz)
+            return dt.date(year, mo, d)
+        moment = dt.datetime(
+            year + shift, mo, d, hour, int(m["M"] or 0), int(m["S"] or 0), _fraction(m["f"]), tzinfo=tz
+        )
     except ValueError as e:
         raise _Bad(f"{t!r}: {e}") from None
+    if not shift:
+        return moment
+    utc = moment.astimezone(dt.timezone.utc)
+    if not 1 <= utc.year - shift <= 9999:
+        raise _Bad(f"{t!r} {_OUT_OF_RANGE}")
+    return utc.replace(year=utc.year - shift)
 
 
 def _money(text: str) -> decimal.Decimal:
@@ -189,7 +218,8 @@ def _python(col: Column, pg_type: str | None, v: Any) -> Any:
     if kind == "decimal":
         is_money = pg == "money" or col.type.base in ("money", "smallmoney")
         if isinstance(v, str) and is_money and not re.fullmatch(r"[+-]?\d+(\.\d+)?", v.strip()):
-            return _money(v)
+            v = _money(v)
+        _whole_decimals(col, v)
         return v
     if kind == "float":
         if isinstance(v, str):
@@ -222,14 +252,44 @@ def _python(col: Column, pg_type: str | None, v: Any) -> Any:
         m = _TIME_ONLY.match(v.strip())
         if not m:
             raise _Bad(f"unreadable time {v!r}")
-        return dt.time(int(m["H"]), int(m["M"]), int(m["S"] or 0), _fraction(m["f"]))
+        if int(m["H"]) == 24:  # PostgreSQL's time runs to 24:00:00 inclusive
+            raise _Bad(f"{v!r} has no equivalent at a subscriber (a time of day ends at 23:59:59.999999)")
+        try:
+            return dt.time(int(m["H"]), int(m["M"]), int(m["S"] or 0), _fraction(m["f"]))
+        except ValueError as e:
+            raise _Bad(f"{v!r}: {e}") from None
     return v
+
+
+def _whole_decimals(col: Column, v: Any) -> None:
+    """A number with more decimals than the column's scale is refused, not rounded: the
+    publisher holds them (an unconstrained ``numeric`` is carried as decimal(38,10))."""
+    if isinstance(v, bool) or not isinstance(v, (str, int, decimal.Decimal)):
+        return
+    try:
+        d = decimal.Decimal(v.strip() if isinstance(v, str) else v)
+    except decimal.InvalidOperation:
+        return  # encode says what it expected
+    scale = col.type.scale or 0
+    exponent = d.normalize().as_tuple().exponent  # an int for a finite number
+    if d != 0 and isinstance(exponent, int) and -exponent > scale:
+        raise _Bad(
+            f"{d:f} has more than {scale} decimals, which {col.type} would round "
+            "(the publisher's numeric keeps them)"
+        )
+
+
+# A null where the article allows none: for a number, what wal2json writes for NaN and ±Infinity.
+_NAN_AS_NULL = " (wal2json writes a numeric NaN, and a real or double NaN or ±Infinity, as null)"
 
 
 def read_value(col: Column, pg_type: str | None, v: Any, where: str) -> Any:
     """A wal2json value (or the same output-function text read elsewhere: ``applier capture``'s
     snapshot) -> its canonical encoding for ``col``; InputError naming ``where``."""
     if v is None:
+        if not col.nullable:
+            hint = _NAN_AS_NULL if col.type.kind in ("decimal", "float") else ""
+            raise InputError(f"{where}: column {col.name!r} ({col.type}): NULL in a NOT NULL column{hint}")
         return None
     try:
         return encode(col, _python(col, pg_type, v))
@@ -242,12 +302,18 @@ def read_value(col: Column, pg_type: str | None, v: Any, where: str) -> Any:
 # -- documents -------------------------------------------------------------------------------
 def _load(text: str, place: str) -> Any:
     try:
-        return json.loads(text, parse_float=decimal.Decimal)
+        return json.loads(text, parse_float=decimal.Decimal, parse_int=_json_int)
     except json.JSONDecodeError as e:
         hint = ""
         if text.strip() in ("{", "[") or text.rstrip().endswith(("{", "[", ",")):
             hint = " (one JSON document per line is expected: capture without pretty-print)"
         raise InputError(f"{place}: not JSON: {e.msg} at column {e.colno}{hint}") from None
+
+
+def _json_int(text: str) -> int | decimal.Decimal:
+    """A JSON integer: an int, but ``-0`` (a real or double negative zero, as wal2json writes
+    it) a Decimal that keeps its sign (``int('-0')`` is 0)."""
+    return decimal.Decimal(text) if text == "-0" else int(text)
 
 
 def _lsn(v: Any, where: str) -> int:
