@@ -55,6 +55,8 @@ def subscription_report(sub: SubscriptionResult, settings: Mapping[str, Any]) ->
         "subscription": sub.name,
         "verdict": sub.verdict.value,
         "reason": sub.failed if s.stopped is not None else c.reason or sub.failed,
+        # why the apply stopped before the end (None: it ran to the end, whatever the check said)
+        "apply_stopped": sub.failed,
         "commands": s.commands,
         "transactions": s.transactions,
         "rounds": s.rounds,

@@ -197,8 +197,10 @@ def run_junit(report: Mapping[str, Any]) -> str:
             ],
         )
         apply = _testcase(suite, classname, "apply", phases.get("apply"))
-        stopped = sub.get("reason") if sub.get("verdict") == "unknown" and sub.get("reason") else None
-        if stopped is not None:
+        stopped = sub.get("apply_stopped")
+        if "apply_stopped" not in sub:  # a report written before the field: the reason of an unknown
+            stopped = sub.get("reason") if sub.get("verdict") == "unknown" else None
+        if stopped:
             ET.SubElement(apply, "error", message=str(stopped)[:500], type="stopped").text = str(stopped)
         by_article = sub.get("by_article") or {}
         divergent = list(sub.get("divergent") or ())

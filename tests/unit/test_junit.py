@@ -179,6 +179,23 @@ def test_a_stopped_run_errors_apply_and_leaves_articles_undecided():
     assert root.get("errors") == "3"
 
 
+def test_a_check_that_could_not_decide_errors_its_articles_not_the_apply():
+    """The apply ran to its end (apply_stopped None); verification failed: every article's
+    testcase holds the one-line reason, the apply's none."""
+    why = "could not check article 'dbo.accounts': column 'id' (int) at key [3]: not an int"
+    sub = {**_sub(), "verdict": "unknown", "reason": why, "apply_stopped": None, "by_article": {}}
+    root = _validate(run_junit(sub))
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert cases["apply"].find("error") is None
+    for name in ("dbo.accounts converges", "dbo.order_lines converges"):
+        error = cases[name].find("error")
+        assert (error.get("message"), error.text) == (f"not checked: {why}", why)
+    assert root.get("errors") == "2"
+    stopped = {**sub, "apply_stopped": "the single connection failed"}
+    cases = {c.get("name"): c for c in _validate(run_junit(stopped)).iter("testcase")}
+    assert cases["apply"].find("error").get("message") == "the single connection failed"
+
+
 def test_run_that_ended_before_its_verdict_is_one_errored_case():
     doc = unfinished_report(None, "--streams: must be between 1 and 64", 2, started=0.0, seconds=0.1)
     assert doc["schema_version"] == SCHEMA_VERSION and doc["verdict"] == "unknown"
