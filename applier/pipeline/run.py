@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from applier import failpoints, leftovers
-from applier.apply.digest import digest_events
+from applier.apply.digest import EventDigest, digest_events
 from applier.apply.events import EVENT_SCHEMA
 from applier.apply.gate import ScheduleSpec, order_of
 from applier.apply.install import add_constraints, install, load_snapshot
@@ -30,13 +30,15 @@ from applier.articles import Article
 from applier.config import Config, Subscription
 from applier.distribute.routing import filter_rows, route, sub_articles
 from applier.errors import ApplierError, ConfigError, InputError, stop_of
+from applier.partition.dependencies import dependencies, explain, figures, touches
+from applier.partition.strategies import cut
 from applier.pipeline import cost
 from applier.pipeline.identity import RunIdentity, run_identity
 from applier.pipeline.schedule import conflict_rows, read_schedule, schedule_rows
 from applier.pipeline.segments import Applied, Plan, Settings, apply_segments, plan_barriers
 from applier.records.events import Schemas
 from applier.records.schema import EVENT_OPS
-from applier.results import Check, RunResult, SubscriptionResult
+from applier.results import ApplySummary, Check, RunResult, SubscriptionResult
 from applier.sources.dataset import ChangeSet, generate, read_changes
 from applier.sources.formats import Options
 from applier.sources.hazards import effective_config
@@ -59,6 +61,8 @@ from applier.verify.target import failure_reason, read_target
 Say = Callable[[str], None]
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 FATAL = "the single connection hit an error the policy does not skip"
+# A run says why its rounds reset (a Spark job or two) when more than this share of them did.
+EXPLAINED_SHARE = 0.5
 STOPPED = "the run stopped: transient errors on the single connection outlasted the retry policy ({})"
 
 log = logging.getLogger("applier.pipeline")
@@ -309,6 +313,11 @@ def _subscription(
             check = Check.unknown(failure_reason(e))
             log.info("%s: verify: %s", sub.name, check.reason, exc_info=True)
     phases["verify"] = time.perf_counter() - t
+    if job.streams > 1 and not plan.barriers and summary.resets > EXPLAINED_SHARE * summary.rounds:
+        t = time.perf_counter()
+        with cost.phase("explain"), without_aqe(spark, rows=applied.commands):
+            summary = _explain_resets(routed, config, job.streams, first, summary, digest, applied)
+        phases["explain"] = time.perf_counter() - t
     if applied.planned is not None:
         applied.planned.unpersist()
     if not whole:
@@ -333,6 +342,49 @@ def _subscription(
         schedule,
         conflicts,
     )
+
+
+def _explain_resets(
+    routed: DataFrame,
+    config: Config,
+    streams: int,
+    articles: tuple[Article, ...],
+    summary: ApplySummary,
+    digest: EventDigest,
+    applied: Applied,
+) -> ApplySummary:
+    """The summary with why most of its rounds reset and what would let the traffic run in
+    parallel (:mod:`applier.partition.dependencies`: the analysis ``applier streams --explain``
+    shows), from the stream cut again as the run cut it. A run of one segment only (the rounds
+    of several start again at each barrier). An analysis that fails leaves the summary as it
+    was: the run's verdict does not hang on it."""
+    rs = config.run
+    rows = routed.where(F.col("op").isin("I", "U", "D")) if "source_op" in routed.columns else routed
+    # the reset rounds, from their log lines (every one is in the digest)
+    resets = {r["round"] for r in digest.of("log") if r["outcome"] is None and r["round"] is not None}
+    try:
+        parted, _ = cut(rows, rs.commit_batch_size, rs.partition, streams, articles, applied.known)
+        fig = figures(
+            dependencies(touches(parted, articles)),
+            rs.commit_batch_size,
+            applied.transactions,
+            sorted(resets) if len(resets) == summary.resets else None,
+        )
+    except Exception as e:  # noqa: BLE001 - an explanation that fails explains nothing, and says so in the log
+        if stop_of(e) is not None:
+            raise
+        log.warning("could not explain the resets: %s", failure_reason(e))
+        log.info("the resets' explanation failed", exc_info=True)
+        return summary
+    par = explain(
+        fig,
+        rounds=summary.rounds,
+        resets=summary.resets,
+        strategy=rs.partition,
+        model=rs.model,
+        commit_batch_size=rs.commit_batch_size,
+    )
+    return dataclasses.replace(summary, parallelism=par)
 
 
 def _size_hint(config: Config, cs: ChangeSet, ident: RunIdentity, routing: Mapping[str, int]) -> int:

@@ -39,7 +39,7 @@ from applier.distribute.routing import sub_articles
 from applier.distribute.statements import STATEMENT, decide
 from applier.errors import ApplierError
 from applier.partition.layout import lay_out
-from applier.partition.strategies import partition, with_rounds
+from applier.partition.strategies import cut
 from applier.pipeline import cost
 from applier.plan.columns import row_bytes_bound
 from applier.records.events import AppliedProcedure, Schemas, SqlStatement
@@ -150,6 +150,9 @@ class Applied:
     fatal: bool = False
     schema_changes: list[dict[str, Any]] = field(default_factory=list)
     planned: DataFrame | None = None  # the one segment's laid-out stream, kept for verify
+    # (first transaction, transactions) of the one segment's stream, when its transactions are
+    # consecutive: a cut of it again (strategies.cut) counts nothing
+    known: tuple[int, int] | None = None
 
 
 def _poll_progress(
@@ -244,7 +247,10 @@ def _plan(
     t = time.perf_counter()
     say("planning rounds and streams" + (f" (segment {k})" if k else ""))
     counted: dict[str, int] = {}
-    indexed, n_rounds = with_rounds(rows, st.commit_batch_size, known[:2] if known else None, counted)
+    n = st.job.streams
+    parted, n_rounds = cut(
+        rows, st.commit_batch_size, st.strategy, n, articles, known[:2] if known else None, counted
+    )
     if not n_rounds:
         return None
     name = st.name if k == 0 else f"{st.name}/{k}"
@@ -256,10 +262,9 @@ def _plan(
             conn.commit()
         finally:
             conn.close()
-    n = st.job.streams
     # The agent's procedure calls are planned from typed value columns (plan.columns).
     values = st.model == "agent" and not st.job.set_apply
-    laid_out = lay_out(partition(indexed, st.strategy, n, articles), n, articles, values)
+    laid_out = lay_out(parted, n, articles, values)
     planned = laid_out.persist(cache_level(st.size_hint))
     feed: str | None = None
     if st.job.schedule is None and feeds_from_files(spark, st.size_hint):
@@ -272,6 +277,10 @@ def _plan(
             raise ApplierError(f"planned {commands} commands of the {known[2]} generated")
     else:  # as with_rounds read them: the planned stream is the same rows, laid out
         commands, transactions = counted["commands"], counted["transactions"]
+    if "first_xact" in counted:
+        out.known = (counted["first_xact"], transactions)
+    elif known is not None:
+        out.known = known[:2]
     out.plan_seconds += time.perf_counter() - t
     out.commands += commands
     out.transactions += transactions

@@ -63,6 +63,8 @@ def subscription_report(sub: SubscriptionResult, settings: Mapping[str, Any]) ->
         "rounds_parallel": s.rounds_parallel,
         "resets": s.resets,
         "reset_log": [dict(x) for x in s.reset_log],
+        # why most rounds reset, and what would run in parallel (None: they did not)
+        "parallelism": None if s.parallelism is None else s.parallelism.to_json(),
         "conflicts": dict(s.conflicts),
         "outcomes": dict(s.outcomes),
         "skipped": s.skipped,
