@@ -82,7 +82,8 @@ def stream_map(
     counted: dict[str, int] = {}
     parted, n_rounds = cut(rows, rs.commit_batch_size, rs.partition, n, config.articles, known, counted)
     touched = touches(parted, config.articles)
-    commands = counted.get("commands")
+    # generated: known; read: counted by with_rounds, or (a stream known consecutive) here
+    commands = cs.stats.commands if cs.stats is not None else counted.get("commands")
     return StreamMap(
         key_map(touched),
         touched,

@@ -125,7 +125,7 @@ def touches(parted: DataFrame, articles: Sequence[Article]) -> DataFrame:
     (:func:`applier.partition.strategies.cut`). The row's own key comes from ``key_before`` /
     ``key_after``; unique and parent keys from the images, for the articles that have any."""
     kb, ka = F.col("key_before"), F.col("key_after")
-    same = ka.isNotNull() & (ka == kb)
+    same = ka.isNotNull() & ka.eqNullSafe(kb)  # an update in place (never NULL: an insert has no key before)
     own = parted.select(
         *_COMMAND,
         "article",
@@ -148,7 +148,11 @@ def touches(parted: DataFrame, articles: Sequence[Article]) -> DataFrame:
             rows = b.to_pylist()
             out: list[dict[str, Any]] = []
             for r in rows:
-                out.extend(_constraint_touches(constrained[r["article"]], r))
+                base = {c: r[c] for c in (*_COMMAND, "article")}
+                for ns, key, space, role in constraint_keys(
+                    constrained[r["article"]], r["before"], r["after"]
+                ):
+                    out.append({**base, "ns": ns, "key": key, "space": space, "role": role})
             yield pa.RecordBatch.from_pylist(out, schema=_arrow_touch())
 
     extra = (
@@ -170,9 +174,13 @@ def _arrow_touch() -> pa.Schema:
     return pa.schema(fields)
 
 
-def _constraint_touches(article: Article, r: dict[str, Any]) -> list[dict[str, Any]]:
-    """A command's unique and parent keys, each with its role (adds, drops, keeps)."""
-    held = [
+def constraint_keys(
+    article: Article, before: str | None, after: str | None
+) -> list[tuple[str, str, str, str]]:
+    """A command's unique and parent keys, from its images: (namespace, key JSON, space: unique
+    or parent, role: adds, drops or keeps), in namespace and key order. A key the before image
+    does not hold (an insert's, or a key-only before image's) is added."""
+    before_keys, after_keys = (
         {
             k: parent
             for k, parent in image_keys(article, json.loads(img)).items()
@@ -180,15 +188,13 @@ def _constraint_touches(article: Article, r: dict[str, Any]) -> list[dict[str, A
         }
         if img
         else {}
-        for img in (r["before"], r["after"])
-    ]
-    before, after = held
+        for img in (before, after)
+    )
     out = []
-    for k in {**before, **after}:
-        role = "keeps" if k in before and k in after else "adds" if k in after else "drops"
-        parent = after.get(k, before.get(k, False))
-        base = {c: r[c] for c in (*_COMMAND, "article")}
-        out.append({**base, "ns": k[0], "key": k[1], "space": "parent" if parent else "unique", "role": role})
+    for k in sorted({**before_keys, **after_keys}):
+        role = "keeps" if k in before_keys and k in after_keys else "adds" if k in after_keys else "drops"
+        parent = after_keys.get(k, before_keys.get(k, False))
+        out.append((k[0], k[1], "parent" if parent else "unique", role))
     return out
 
 
@@ -290,38 +296,58 @@ def figures(
     """The dependencies (:func:`dependencies`) that fall inside one round, in one Spark job:
     per kind and in all, the dependent commands and the rounds holding one (of ``reset_rounds``
     too, when given), those within one transaction, and the same for each smaller commit batch
-    (:func:`smaller_batches`: the streams stay, the rounds are cut again)."""
+    (:func:`smaller_batches`: the streams stay, the rounds are cut again). A command that
+    depends on several (a key update: on its old key and its new one) counts once, under the
+    first of its kinds in :data:`KINDS` order (row not found before a duplicate key before a
+    lock wait: what it meets first at the subscriber)."""
     xi, pxi = F.col("c.xact_index"), F.col("p.xact_index")
     same = F.col("c.round") == F.col("p.round")
-    lsn = F.col("c.lsn")
-    example = F.struct(
-        lsn.alias("lsn"),
+    rank = F.array_position(F.array(*[F.lit(k.name) for k in KINDS]), F.col("kind"))
+    top = F.struct(
+        rank.alias("rank"),
+        F.col("c.lsn").alias("lsn"),
         F.col("article"),
         F.col("key"),
         F.col("c").alias("command"),
         F.col("p").alias("depends_on"),
     )
+    smaller = smaller_batches(commit_batch_size)
+    per_command = deps.groupBy(
+        F.col("c.lsn").alias("lsn"), F.col("c.round").alias("round"), xi.alias("xact_index")
+    ).agg(
+        F.min(F.when(same, top)).alias("top"),
+        F.max(F.when(same & (xi == pxi), 1)).alias("within"),
+        *[F.max(F.when(F.floor(xi / b) == F.floor(pxi / b), 1)).alias(f"at_{b}") for b in smaller],
+    )
+    names = F.array(*[F.lit(k.name) for k in KINDS])
+    dependent = F.col("top").isNotNull()
     aggs = [
-        F.count_distinct(F.when(same, lsn)).alias("commands"),
-        F.count_distinct(F.when(same, F.col("c.round"))).alias("rounds"),
-        F.count_distinct(F.when(same & (xi == pxi), lsn)).alias("within"),
-        F.min(F.when(same, example)).alias("example"),
+        F.count("top").alias("commands"),
+        F.count_distinct(F.when(dependent, F.col("round"))).alias("rounds"),
+        F.count("within").alias("within"),
+        F.min("top").alias("example"),
+        F.grouping("kind").alias("total"),
     ]
     if reset_rounds is not None:
         aggs.append(
             F.count_distinct(
-                F.when(same & F.col("c.round").isin(list(reset_rounds)), F.col("c.round"))
+                F.when(dependent & F.col("round").isin(list(reset_rounds)), F.col("round"))
             ).alias("resets")
         )
-    smaller = smaller_batches(commit_batch_size)
     for b in smaller:
-        at = F.floor(xi / b) == F.floor(pxi / b)
         aggs += [
-            F.count_distinct(F.when(at, lsn)).alias(f"commands_{b}"),
-            F.count_distinct(F.when(at, F.floor(xi / b))).alias(f"rounds_{b}"),
+            F.count(f"at_{b}").alias(f"commands_{b}"),
+            F.count_distinct(F.when(F.col(f"at_{b}").isNotNull(), F.floor(F.col("xact_index") / b))).alias(
+                f"rounds_{b}"
+            ),
         ]
-    got = deps.rollup("kind").agg(*aggs).collect()
-    total = next((r for r in got if r["kind"] is None), None)
+    got = (
+        per_command.withColumn("kind", F.element_at(names, F.col("top.rank").cast("int")))
+        .rollup("kind")
+        .agg(*aggs)
+        .collect()
+    )
+    total = next((r for r in got if r["total"]), None)
     kinds = sorted(
         (
             {
@@ -331,22 +357,26 @@ def figures(
                 "example": _example(r["example"]),
             }
             for r in got
-            if r["kind"] is not None and r["commands"]
+            if not r["total"] and r["kind"] is not None and r["commands"]
         ),
         key=lambda k: (-k["commands"], [x.name for x in KINDS].index(k["kind"])),
     )
+
+    def n(name: str) -> int:
+        return int(total[name] or 0) if total is not None else 0
+
     return Figures(
-        dependent=int(total["commands"]) if total else 0,
-        rounds=int(total["rounds"]) if total else 0,
-        resets_explained=None if reset_rounds is None else int(total["resets"]) if total else 0,
-        within_transaction=int(total["within"]) if total else 0,
+        dependent=n("commands"),
+        rounds=n("rounds"),
+        resets_explained=None if reset_rounds is None else n("resets"),
+        within_transaction=n("within"),
         kinds=tuple(kinds),
         batches=tuple(
             {
                 "commit_batch_size": b,
                 "rounds": -(-transactions // b),
-                "rounds_with": int(total[f"rounds_{b}"]) if total else 0,
-                "commands": int(total[f"commands_{b}"]) if total else 0,
+                "rounds_with": n(f"rounds_{b}"),
+                "commands": n(f"commands_{b}"),
             }
             for b in smaller
         ),
@@ -433,15 +463,20 @@ def explain(
         )
     advice = []
     if fig.dependent and fig.batches:
-        now = f"where {commit_batch_size} has one in {fig.rounds} of {rounds}"
+        now = f"now, at {commit_batch_size}: in {fig.rounds} of {rounds}"
+        # the largest batch whose rounds mostly run in parallel, and the largest whose rounds
+        # nearly all do (at most one in ten with a dependency), when that is another
         better = next((b for b in fig.batches if 2 * b["rounds_with"] <= b["rounds"]), None)
+        clean = next((b for b in fig.batches if 10 * b["rounds_with"] <= b["rounds"]), None)
         one = fig.batches[-1]
         if better is not None:
-            b = better["commit_batch_size"]
-            advice.append(
-                f"--commit-batch-size {b}: a dependency in {better['rounds_with']} of {better['rounds']} "
-                f"rounds, {now}"
+            line = (
+                f"--commit-batch-size {better['commit_batch_size']}: a dependency in "
+                f"{better['rounds_with']} of {better['rounds']} rounds"
             )
+            if clean is not None and clean is not better:
+                line += f"; {clean['commit_batch_size']}: in {clean['rounds_with']} of {clean['rounds']}"
+            advice.append(f"{line} ({now})")
         elif fig.within_transaction:
             advice.append(
                 f"a smaller commit batch is not enough: {fig.within_transaction} of the {fig.dependent} "

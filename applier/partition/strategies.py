@@ -170,8 +170,7 @@ def with_rounds(
     the distinct transactions are sorted and zipped with their index on the executors.
     Either way nothing but a few numbers reaches the driver. ``known`` (first transaction,
     count), for a stream whose transactions are known consecutive, reads nothing. ``counts``
-    gets the stream's ``commands`` and ``transactions`` where they were read (not ``known``),
-    and its ``first_xact`` when its transactions are consecutive (what ``known`` takes).
+    gets the stream's ``commands`` and ``transactions`` where they were read (not ``known``).
     """
     if known is not None:
         lo, n_xacts, consecutive = known[0], known[1], True
@@ -187,8 +186,6 @@ def with_rounds(
             counts.update(commands=int(stats["c"] or 0), transactions=n_xacts)
         lo = int(stats["lo"]) if n_xacts else 0
         consecutive = bool(n_xacts) and int(stats["hi"]) - lo + 1 == n_xacts
-        if counts is not None and consecutive:
-            counts["first_xact"] = lo
     if not n_xacts:  # nothing to apply (a subscription whose filter takes no command)
         empty = df.withColumn("xact_index", F.lit(None).cast("long"))
         return empty.withColumn("round", F.lit(None).cast("int")), 0

@@ -27,11 +27,10 @@ from applier.apply.install import add_constraints, install, load_snapshot
 from applier.apply.job import StreamJob
 from applier.apply.summary import summarize
 from applier.articles import Article
-from applier.config import Config, Subscription
+from applier.config import Config, RunSettings, Subscription
 from applier.distribute.routing import filter_rows, route, sub_articles
 from applier.errors import ApplierError, ConfigError, InputError, stop_of
 from applier.partition.dependencies import dependencies, explain, figures, touches
-from applier.partition.strategies import cut
 from applier.pipeline import cost
 from applier.pipeline.identity import RunIdentity, run_identity
 from applier.pipeline.schedule import conflict_rows, read_schedule, schedule_rows
@@ -313,10 +312,11 @@ def _subscription(
             check = Check.unknown(failure_reason(e))
             log.info("%s: verify: %s", sub.name, check.reason, exc_info=True)
     phases["verify"] = time.perf_counter() - t
-    if job.streams > 1 and not plan.barriers and summary.resets > EXPLAINED_SHARE * summary.rounds:
+    planned = applied.planned  # one segment's (a run with barriers starts its rounds again at each)
+    if job.streams > 1 and planned is not None and summary.resets > EXPLAINED_SHARE * summary.rounds:
         t = time.perf_counter()
         with cost.phase("explain"), without_aqe(spark, rows=applied.commands):
-            summary = _explain_resets(routed, config, job.streams, first, summary, digest, applied)
+            summary = _explain_resets(planned, config.run, first, summary, digest, applied.transactions)
         phases["explain"] = time.perf_counter() - t
     if applied.planned is not None:
         applied.planned.unpersist()
@@ -345,29 +345,24 @@ def _subscription(
 
 
 def _explain_resets(
-    routed: DataFrame,
-    config: Config,
-    streams: int,
+    planned: DataFrame,
+    rs: RunSettings,
     articles: tuple[Article, ...],
     summary: ApplySummary,
     digest: EventDigest,
-    applied: Applied,
+    transactions: int,
 ) -> ApplySummary:
     """The summary with why most of its rounds reset and what would let the traffic run in
     parallel (:mod:`applier.partition.dependencies`: the analysis ``applier streams --explain``
-    shows), from the stream cut again as the run cut it. A run of one segment only (the rounds
-    of several start again at each barrier). An analysis that fails leaves the summary as it
-    was: the run's verdict does not hang on it."""
-    rs = config.run
-    rows = routed.where(F.col("op").isin("I", "U", "D")) if "source_op" in routed.columns else routed
+    shows), from the planned stream as it was applied (cached: one Spark job). An analysis that
+    fails leaves the summary as it was: the run's verdict does not hang on it."""
     # the reset rounds, from their log lines (every one is in the digest)
     resets = {r["round"] for r in digest.of("log") if r["outcome"] is None and r["round"] is not None}
     try:
-        parted, _ = cut(rows, rs.commit_batch_size, rs.partition, streams, articles, applied.known)
         fig = figures(
-            dependencies(touches(parted, articles)),
+            dependencies(touches(planned, articles)),
             rs.commit_batch_size,
-            applied.transactions,
+            transactions,
             sorted(resets) if len(resets) == summary.resets else None,
         )
     except Exception as e:  # noqa: BLE001 - an explanation that fails explains nothing, and says so in the log

@@ -150,9 +150,6 @@ class Applied:
     fatal: bool = False
     schema_changes: list[dict[str, Any]] = field(default_factory=list)
     planned: DataFrame | None = None  # the one segment's laid-out stream, kept for verify
-    # (first transaction, transactions) of the one segment's stream, when its transactions are
-    # consecutive: a cut of it again (strategies.cut) counts nothing
-    known: tuple[int, int] | None = None
 
 
 def _poll_progress(
@@ -277,10 +274,6 @@ def _plan(
             raise ApplierError(f"planned {commands} commands of the {known[2]} generated")
     else:  # as with_rounds read them: the planned stream is the same rows, laid out
         commands, transactions = counted["commands"], counted["transactions"]
-    if "first_xact" in counted:
-        out.known = (counted["first_xact"], transactions)
-    elif known is not None:
-        out.known = known[:2]
     out.plan_seconds += time.perf_counter() - t
     out.commands += commands
     out.transactions += transactions
