@@ -196,6 +196,24 @@ def test_a_check_that_could_not_decide_errors_its_articles_not_the_apply():
     assert cases["apply"].find("error").get("message") == "the single connection failed"
 
 
+def test_why_the_rounds_reset_follows_the_reset_log_in_system_out():
+    why = {
+        "reason": "17 of 17 rounds reset to one stream: 53 commands depended ...",
+        "advice": ["--x 1", "--y 2"],
+    }
+    sub = {**_sub(), "parallelism": why}
+    root = _validate(run_junit(sub))
+    out = root.find("testsuite/system-out").text.splitlines()
+    assert out[-3:] == [
+        f"why they reset: {why['reason']}",
+        "to run in parallel: --x 1",
+        "to run in parallel: --y 2",
+    ]
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["resets_why"] == why["reason"]
+    assert "resets_why" not in {p.get("name") for p in _validate(run_junit(_sub())).iter("property")}
+
+
 def test_run_that_ended_before_its_verdict_is_one_errored_case():
     doc = unfinished_report(None, "--streams: must be between 1 and 64", 2, started=0.0, seconds=0.1)
     assert doc["schema_version"] == SCHEMA_VERSION and doc["verdict"] == "unknown"
