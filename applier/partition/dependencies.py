@@ -15,8 +15,8 @@ lock wait on a row another session of the agent changed, a foreign key violation
 
 One analysis, two callers: ``applier streams --explain`` (:mod:`applier.explain`) prints it
 before anything is applied, and a run whose rounds mostly reset says from it why and what
-would let its traffic run in parallel (:mod:`applier.pipeline.run`). It costs a Spark job (and
-one more where the stream's transactions must be counted), so a run pays it only then.
+would let its traffic run in parallel (:mod:`applier.pipeline.run`), from the planned stream
+it holds cached. It costs that run one Spark job, so a run pays it only then.
 """
 
 from __future__ import annotations
@@ -123,7 +123,8 @@ def touches(parted: DataFrame, articles: Sequence[Article]) -> DataFrame:
     array) and ``command`` (lsn, xact_seqno, xact_index, round, stream, op, key_before,
     key_after, article, space, role). ``parted``: the stream cut as a run cuts it
     (:func:`applier.partition.strategies.cut`). The row's own key comes from ``key_before`` /
-    ``key_after``; unique and parent keys from the images, for the articles that have any."""
+    ``key_after``; unique and parent keys from the images, for the articles that have any (the
+    planned stream keeps their before images: :func:`applier.partition.layout.lay_out`)."""
     kb, ka = F.col("key_before"), F.col("key_after")
     same = ka.isNotNull() & ka.eqNullSafe(kb)  # an update in place (never NULL: an insert has no key before)
     own = parted.select(

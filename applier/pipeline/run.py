@@ -60,8 +60,9 @@ from applier.verify.target import failure_reason, read_target
 Say = Callable[[str], None]
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 FATAL = "the single connection hit an error the policy does not skip"
-# A run says why its rounds reset (a Spark job or two) when more than this share of them did.
+# A run says why its rounds reset (one Spark job) when more than this share of them did.
 EXPLAINED_SHARE = 0.5
+RESET_ROUNDS = 10_000  # reset rounds the explanation checks one by one at most
 STOPPED = "the run stopped: transient errors on the single connection outlasted the retry policy ({})"
 
 log = logging.getLogger("applier.pipeline")
@@ -104,6 +105,7 @@ def run(
     progress: Progress | None = None,
     on_phase: Say | None = None,
     capture: Options | None = None,
+    explain_resets: bool = True,
 ) -> RunResult:
     """Apply one stream to every subscription (``endpoints``: its subscriber database, by
     subscription name) and verify each against the oracle, filtered its way.
@@ -113,7 +115,10 @@ def run(
     row shows committed: nothing lost, nothing applied twice.
 
     ``capture``: the format of ``changes`` (Debezium, wal2json, SQL Server CDC...) and how to
-    read it; None or format canonical: applier's own change files."""
+    read it; None or format canonical: applier's own change files.
+
+    ``explain_resets``: a subscription whose rounds mostly reset says why (``EXPLAINED_SHARE``;
+    one Spark job, phase ``explain``)."""
     reading = reads_input(changes, capture)
     if not reading:
         config = effective_config(config)  # a hazard workload brings its own articles
@@ -185,6 +190,7 @@ def run(
                         say,
                         progress or (lambda *_: None),
                         read_seconds,
+                        explain_resets,
                     )
                 )
                 read_seconds = 0.0  # the stream is read once, for the first subscription
@@ -218,6 +224,7 @@ def _subscription(
     say: Say,
     progress: Progress,
     read_seconds: float,
+    explain_resets: bool = True,
 ) -> SubscriptionResult:
     rs = config.run
     names = tuple(a.name for a in config.articles)
@@ -313,7 +320,8 @@ def _subscription(
             log.info("%s: verify: %s", sub.name, check.reason, exc_info=True)
     phases["verify"] = time.perf_counter() - t
     planned = applied.planned  # one segment's (a run with barriers starts its rounds again at each)
-    if job.streams > 1 and planned is not None and summary.resets > EXPLAINED_SHARE * summary.rounds:
+    many = summary.resets > EXPLAINED_SHARE * summary.rounds
+    if explain_resets and many and job.streams > 1 and planned is not None:
         t = time.perf_counter()
         with cost.phase("explain"), without_aqe(spark, rows=applied.commands):
             summary = _explain_resets(planned, config.run, first, summary, digest, applied.transactions)
@@ -356,14 +364,15 @@ def _explain_resets(
     parallel (:mod:`applier.partition.dependencies`: the analysis ``applier streams --explain``
     shows), from the planned stream as it was applied (cached: one Spark job). An analysis that
     fails leaves the summary as it was: the run's verdict does not hang on it."""
-    # the reset rounds, from their log lines (every one is in the digest)
+    # the reset rounds, from their log lines (every one is in the digest); past RESET_ROUNDS the
+    # analysis does not name which of them hold a dependency (a list that long in a query)
     resets = {r["round"] for r in digest.of("log") if r["outcome"] is None and r["round"] is not None}
     try:
         fig = figures(
             dependencies(touches(planned, articles)),
             rs.commit_batch_size,
             transactions,
-            sorted(resets) if len(resets) == summary.resets else None,
+            sorted(resets) if len(resets) == summary.resets <= RESET_ROUNDS else None,
         )
     except Exception as e:  # noqa: BLE001 - an explanation that fails explains nothing, and says so in the log
         if stop_of(e) is not None:
