@@ -123,6 +123,7 @@ def run(
     master: str | None = None,
     spark_conf: Mapping[str, str] | None = None,
     slot_wait: float | None = None,
+    explain_resets: bool = True,
 ) -> RunResult:
     """Apply the configured stream (generated, or read from ``changes``) to every subscriber
     with N streams and verify each. ``report`` / ``junit`` / ``html``: also write the JSON
@@ -136,7 +137,9 @@ def run(
     SQL Server CDC may be read from its source database (``capture.source``, no ``changes``).
     ``master`` / ``spark_conf`` / ``slot_wait``: the Spark master, properties and executor
     wait of a new session, over the configuration's ``[spark]`` (:func:`spark_of`); a run
-    needing more task slots than the session has is refused before anything is set up."""
+    needing more task slots than the session has is refused before anything is set up.
+    ``explain_resets``: when most rounds reset, say why and what would run in parallel (a Spark
+    job; the repro tools' tries, which read only their outcome, do without)."""
     started = time.time()
     reached: list[str] = []
     capture = capture_options(changes_format, capture)
@@ -161,7 +164,18 @@ def run(
             custom_sql = prepare_run_dir(out_dir, config, changes, snapshot, custom_sql, capture)
             report = report if report is not None else Path(out_dir) / "report.json"
         result = _run(
-            config, target, changes, snapshot, custom_sql, work_dir, resume, spark, phase, progress, capture
+            config,
+            target,
+            changes,
+            snapshot,
+            custom_sql,
+            work_dir,
+            resume,
+            spark,
+            phase,
+            progress,
+            capture,
+            explain_resets,
         )
     except BaseException as e:
         # A run that ends before its verdict (an error, a signal) still leaves its reports.
@@ -362,6 +376,7 @@ def _run(
     on_phase: Callable[[str], None] | None,
     progress: Callable[[str, int, int], None] | None,
     capture: Options | None = None,
+    explain_resets: bool = True,
 ) -> RunResult:
     with contextlib.ExitStack() as stack:
         if target is None or isinstance(target, str):
@@ -396,6 +411,7 @@ def _run(
             progress=progress,
             on_phase=on_phase,
             capture=capture,
+            explain_resets=explain_resets,
         )
     return result
 

@@ -121,6 +121,35 @@ CONFLICT_CLASSES = (
 
 
 @dataclass(frozen=True)
+class Parallelism:
+    """Why most rounds of a run reset to one stream, and what would let its traffic run in
+    parallel, with the run's own figures (:mod:`applier.partition.dependencies`): the commands
+    that depended on a command of another stream in the same round (the agent applies a round's
+    streams without committing, so such a command cannot see what it depends on), by kind."""
+
+    reason: str  # one line: "17 of 17 rounds reset to one stream: 53 commands depended on ..."
+    advice: tuple[str, ...]  # one line each: a setting, and what it would do here
+    dependent: int  # commands that depended on a command of another stream in their round
+    rounds: int  # rounds holding one
+    resets_explained: int | None  # reset rounds holding one (None: the reset rounds are not known)
+    within_transaction: int  # dependent commands whose command depended on is of their transaction
+    # kind, what (in words), conflict (what it meets at the subscriber), commands, rounds, and
+    # one example (article, key, both commands: lsn, op, keys, stream, round), most commands first
+    kinds: tuple[Mapping[str, Any], ...] = ()
+    # for smaller commit batches: commit_batch_size, rounds, rounds with a dependency, commands
+    batches: tuple[Mapping[str, int], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(
+            advice=list(self.advice),
+            kinds=[dict(k) for k in self.kinds],
+            batches=[dict(b) for b in self.batches],
+        )
+        return out
+
+
+@dataclass(frozen=True)
 class ApplySummary:
     """What the apply stage did to one subscriber, tallied from its events."""
 
@@ -145,6 +174,9 @@ class ApplySummary:
     # What the HTML report draws (applier.apply.summary.timeline): rounds, every stream's
     # shares with their wall times, commands/s over the apply; {} when nothing was timed.
     timeline: Mapping[str, Any] = field(default_factory=dict)
+    # Why most rounds reset, when they did (more resets than rounds run in parallel); None
+    # otherwise: the analysis runs only then (it costs Spark jobs).
+    parallelism: Parallelism | None = None
 
     @property
     def skipped(self) -> int:
@@ -173,6 +205,7 @@ class ApplySummary:
             deferred=self.deferred,
             applied=self.applied,
             throughput_cmds_per_s=self.throughput,
+            parallelism=None if self.parallelism is None else self.parallelism.to_json(),
         )
         return out
 

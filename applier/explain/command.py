@@ -34,11 +34,16 @@ def cmd_streams(
         f"{total} keys, {crossed} on more than one stream within a round"
         + (" (ordered by their dependencies: writeset)" if ordered and crossed else "")
     )
+    par = None
     if crossed and not ordered:
         print(
             "  where the publisher's order is not kept: a later command of the key may reach the "
             "subscriber before an earlier one (a key update's new key, 20598)"
         )
+        par = sm.parallelism()
+        print(par.reason)
+        for line in par.advice:
+            print(f"  to run in parallel: {line}")
     shown = (crossing if crossed else keys).orderBy("article", "key").take(a.limit)
     for row in shown:
         rounds = "; ".join(f"round {c['round']}: streams {list(c['streams'])}" for c in row["crossing"])
@@ -61,6 +66,7 @@ def cmd_streams(
             "partition": sm.strategy,
             "keys": total,
             "crossing": crossed,
+            "parallelism": None if par is None else par.to_json(),
         }
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         print(f"every key's streams and commands: {out} (JSON Lines part files, summary.json)")

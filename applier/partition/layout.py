@@ -118,9 +118,16 @@ def lay_out(
     i holds stream i's rows in lsn order, only the columns a share needs (plus ``deps`` for
     writeset). With ``articles``, the before image of updates whose procedure takes the key
     only (CALL, SCALL, MCALL) is left behind: nothing in the stream task reads it, and it is
-    half of what travels from the JVM to the tasks. With ``values`` (procedure calls of the
-    agent model) the rows also carry their values as typed columns (:func:`with_values`)."""
-    keyed = [a.name for a in articles if a.delivery("U").syntax in (Syntax.CALL, Syntax.SCALL, Syntax.MCALL)]
+    half of what travels from the JVM to the tasks. An article with a unique or a foreign key
+    keeps it: the explanation of a run's resets reads the values its update frees
+    (:mod:`applier.partition.dependencies`). With ``values`` (procedure calls of the agent
+    model) the rows also carry their values as typed columns (:func:`with_values`)."""
+    keyed = [
+        a.name
+        for a in articles
+        if a.delivery("U").syntax in (Syntax.CALL, Syntax.SCALL, Syntax.MCALL)
+        and not (a.unique or a.references)
+    ]
     if keyed:
         drop = (F.col("op") == "U") & F.col("article").isin(keyed) & F.col("key_before").isNotNull()
         partitioned = partitioned.withColumn("before", F.when(drop, F.lit(None)).otherwise(F.col("before")))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
@@ -40,24 +41,35 @@ def round_robin(df: DataFrame, n: int, articles: Sequence[Article]) -> DataFrame
     return df.withColumn("stream", F.pmod(F.col("xact_index"), F.lit(n)).cast("int"))
 
 
+UNIQUE = "#unique"  # a unique key's namespace: "<article>#unique<i>"
+
+
+def image_keys(article: Article, image: dict[str, Any]) -> dict[tuple[str, str], bool]:
+    """The keys one image holds, as (namespace, key JSON), each with whether it is a foreign
+    key's parent key (True) rather than the row's own (its primary key, each unique key's
+    values). A parent key's namespace is the parent article's (its primary key). A unique or
+    foreign key with a NULL value constrains nothing; an image without a group's columns (a
+    key-only before image) holds none of it."""
+    keys: dict[tuple[str, str], bool] = {}
+    groups = [(article.name, article.key, False)]
+    groups += [(f"{article.name}{UNIQUE}{i}", u, False) for i, u in enumerate(article.unique)]
+    groups += [(parent, cols, True) for cols, parent, _pcols in article.references]
+    for ns, cols, parent_key in groups:
+        if all(c in image for c in cols):
+            vals = [image[c] for c in cols]
+            if any(v is None for v in vals) and ns != article.name:
+                continue
+            keys.setdefault((ns, json.dumps(vals, separators=(",", ":"), ensure_ascii=False)), parent_key)
+    return keys
+
+
 def write_keys(article: Article, before: str | None, after: str | None) -> list[str]:
     """Every key a command reads or writes, as 'namespace key-json' strings: the primary key
     of both images, each unique key's values, and the parent key of each foreign key."""
     keys: set[str] = set()
     for img_text in (before, after):
-        if not img_text:
-            continue
-        img = json.loads(img_text)
-        groups = [(article.name, article.key)]
-        groups += [(f"{article.name}#unique{i}", u) for i, u in enumerate(article.unique)]
-        for cols, parent, _pcols in article.references:
-            groups.append((parent, cols))
-        for ns, cols in groups:
-            if all(c in img for c in cols):
-                vals = [img[c] for c in cols]
-                if any(v is None for v in vals) and ns != article.name:
-                    continue  # a NULL unique value or foreign key constrains nothing
-                keys.add(ns + " " + json.dumps(vals, separators=(",", ":"), ensure_ascii=False))
+        if img_text:
+            keys.update(f"{ns} {k}" for ns, k in image_keys(article, json.loads(img_text)))
     return sorted(keys)
 
 
@@ -126,6 +138,24 @@ STRATEGIES: dict[str, Strategy] = {
 
 def partition(df: DataFrame, strategy: str, n: int, articles: Sequence[Article] = ()) -> DataFrame:
     return STRATEGIES[strategy](df, n, articles)
+
+
+def cut(
+    rows: DataFrame,
+    commit_batch_size: int,
+    strategy: str,
+    n: int,
+    articles: Sequence[Article] = (),
+    known: tuple[int, int] | None = None,
+    counts: dict[str, int] | None = None,
+    xacts: Sequence[int] | None = None,
+) -> tuple[DataFrame, int]:
+    """The stream as a run applies it: rounds of ``commit_batch_size`` transactions
+    (:func:`with_rounds`), each command on its stream by ``strategy`` over ``n``; and the count
+    of rounds. The run plans its segments with it; ``applier streams --explain`` and the
+    explanation of a run's resets cut the stream again with it, the same way."""
+    indexed, rounds = with_rounds(rows, commit_batch_size, known, counts, xacts)
+    return partition(indexed, strategy, n, articles), rounds
 
 
 def with_rounds(

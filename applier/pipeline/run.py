@@ -20,22 +20,24 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from applier import failpoints, leftovers
+from applier.apply.digest import EventDigest
 from applier.apply.events import EVENT_SCHEMA
 from applier.apply.gate import ScheduleSpec, order_of
 from applier.apply.install import add_constraints, install, load_snapshot
 from applier.apply.job import StreamJob
 from applier.apply.summary import summarize
 from applier.articles import Article
-from applier.config import Config, Subscription
+from applier.config import Config, RunSettings, Subscription
 from applier.distribute.routing import filter_rows, route, sub_articles
 from applier.errors import ApplierError, ConfigError, InputError, stop_of
+from applier.partition.dependencies import dependencies, explain, figures, touches
 from applier.pipeline import cost
 from applier.pipeline.identity import RunIdentity, run_identity
 from applier.pipeline.schedule import conflict_rows, read_schedule, schedule_rows
 from applier.pipeline.segments import Applied, Plan, Settings, apply_segments, plan_barriers
 from applier.records.events import Schemas
 from applier.records.schema import EVENT_OPS
-from applier.results import Check, RunResult, SubscriptionResult
+from applier.results import ApplySummary, Check, RunResult, SubscriptionResult
 from applier.sources.dataset import ChangeSet, generate, read_changes
 from applier.sources.formats import Options
 from applier.sources.hazards import effective_config
@@ -58,6 +60,9 @@ from applier.verify.target import failure_reason, read_target
 Say = Callable[[str], None]
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 FATAL = "the single connection hit an error the policy does not skip"
+# A run says why its rounds reset (one Spark job) when more than this share of them did.
+EXPLAINED_SHARE = 0.5
+RESET_ROUNDS = 10_000  # reset rounds the explanation checks one by one at most
 STOPPED = "the run stopped: transient errors on the single connection outlasted the retry policy ({})"
 
 log = logging.getLogger("applier.pipeline")
@@ -100,6 +105,7 @@ def run(
     progress: Progress | None = None,
     on_phase: Say | None = None,
     capture: Options | None = None,
+    explain_resets: bool = True,
 ) -> RunResult:
     """Apply one stream to every subscription (``endpoints``: its subscriber database, by
     subscription name) and verify each against the oracle, filtered its way.
@@ -109,7 +115,10 @@ def run(
     row shows committed: nothing lost, nothing applied twice.
 
     ``capture``: the format of ``changes`` (Debezium, wal2json, SQL Server CDC...) and how to
-    read it; None or format canonical: applier's own change files."""
+    read it; None or format canonical: applier's own change files.
+
+    ``explain_resets``: a subscription whose rounds mostly reset says why (``EXPLAINED_SHARE``;
+    one Spark job, phase ``explain``)."""
     reading = reads_input(changes, capture)
     if not reading:
         config = effective_config(config)  # a hazard workload brings its own articles
@@ -181,6 +190,7 @@ def run(
                         say,
                         progress or (lambda *_: None),
                         read_seconds,
+                        explain_resets,
                     )
                 )
                 read_seconds = 0.0  # the stream is read once, for the first subscription
@@ -214,6 +224,7 @@ def _subscription(
     say: Say,
     progress: Progress,
     read_seconds: float,
+    explain_resets: bool = True,
 ) -> SubscriptionResult:
     rs = config.run
     names = tuple(a.name for a in config.articles)
@@ -317,6 +328,13 @@ def _subscription(
             check = Check.unknown(failure_reason(e))
             log.info("%s: verify: %s", sub.name, check.reason, exc_info=True)
     phases["verify"] = time.perf_counter() - t
+    planned = applied.planned  # one segment's (a run with barriers starts its rounds again at each)
+    many = summary.resets > EXPLAINED_SHARE * summary.rounds
+    if explain_resets and many and job.streams > 1 and planned is not None:
+        t = time.perf_counter()
+        with cost.phase("explain"), without_aqe(spark, rows=applied.commands):
+            summary = _explain_resets(planned, config.run, first, summary, digest, applied.transactions)
+        phases["explain"] = time.perf_counter() - t
     if applied.planned is not None:
         applied.planned.unpersist()
     if not whole:
@@ -341,6 +359,45 @@ def _subscription(
         schedule,
         conflicts,
     )
+
+
+def _explain_resets(
+    planned: DataFrame,
+    rs: RunSettings,
+    articles: tuple[Article, ...],
+    summary: ApplySummary,
+    digest: EventDigest,
+    transactions: int,
+) -> ApplySummary:
+    """The summary with why most of its rounds reset and what would let the traffic run in
+    parallel (:mod:`applier.partition.dependencies`: the analysis ``applier streams --explain``
+    shows), from the planned stream as it was applied (cached: one Spark job). An analysis that
+    fails leaves the summary as it was: the run's verdict does not hang on it."""
+    # the reset rounds, from their log lines (every one is in the digest); past RESET_ROUNDS the
+    # analysis does not name which of them hold a dependency (a list that long in a query)
+    resets = {r["round"] for r in digest.of("log") if r["outcome"] is None and r["round"] is not None}
+    try:
+        fig = figures(
+            dependencies(touches(planned, articles)),
+            rs.commit_batch_size,
+            transactions,
+            sorted(resets) if len(resets) == summary.resets <= RESET_ROUNDS else None,
+        )
+    except Exception as e:  # noqa: BLE001 - an explanation that fails explains nothing, and says so in the log
+        if stop_of(e) is not None:
+            raise
+        log.warning("could not explain the resets: %s", failure_reason(e))
+        log.info("the resets' explanation failed", exc_info=True)
+        return summary
+    par = explain(
+        fig,
+        rounds=summary.rounds,
+        resets=summary.resets,
+        strategy=rs.partition,
+        model=rs.model,
+        commit_batch_size=rs.commit_batch_size,
+    )
+    return dataclasses.replace(summary, parallelism=par)
 
 
 def _size_hint(config: Config, cs: ChangeSet, ident: RunIdentity, routing: Mapping[str, int]) -> int:

@@ -41,7 +41,7 @@ from applier.distribute.routing import sub_articles
 from applier.distribute.statements import STATEMENT, decide
 from applier.errors import ApplierError
 from applier.partition.layout import lay_out
-from applier.partition.strategies import partition, with_rounds
+from applier.partition.strategies import cut
 from applier.pipeline import cost
 from applier.plan.columns import row_bytes_bound
 from applier.records.events import AppliedProcedure, Schemas, SqlStatement
@@ -248,9 +248,13 @@ def _plan(
     t = time.perf_counter()
     say("planning rounds and streams" + (f" (segment {k})" if k else ""))
     counted: dict[str, int] = {}
-    indexed, n_rounds = with_rounds(
+    n = st.job.streams
+    parted, n_rounds = cut(
         rows,
         st.commit_batch_size,
+        st.strategy,
+        n,
+        articles,
         (known.first_xact, known.transactions) if known else None,
         counted,
         known.xacts if known else None,
@@ -266,10 +270,9 @@ def _plan(
             conn.commit()
         finally:
             conn.close()
-    n = st.job.streams
     # The agent's procedure calls are planned from typed value columns (plan.columns).
     values = st.model == "agent" and not st.job.set_apply
-    laid_out = lay_out(partition(indexed, st.strategy, n, articles), n, articles, values)
+    laid_out = lay_out(parted, n, articles, values)
     planned = laid_out.persist(cache_level(st.size_hint))
     feed: str | None = None
     if st.job.schedule is None and feeds_from_files(spark, st.size_hint):

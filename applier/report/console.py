@@ -122,6 +122,11 @@ def print_summary(report: Mapping[str, Any], console: Console | None = None, sho
         )
     if report.get("deferred"):
         t.add_row("deferred commands", str(report["deferred"]))
+    par = report.get("parallelism")
+    if par:  # most rounds reset: why, and what would run in parallel
+        t.add_row("why they reset", par["reason"])
+        if par["advice"]:
+            t.add_row("to run in parallel", "\n".join(par["advice"]))
     tp = report["throughput_cmds_per_s"]
     t.add_row("apply throughput", f"{tp:,.0f} commands/s ({report['apply_seconds']:.2f} s)" if tp else "-")
     phases = report.get("phases_seconds") or {}

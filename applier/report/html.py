@@ -269,6 +269,9 @@ def _subscription(sub: Mapping[str, Any], i: int, several: bool) -> str:
         out.append(f'<div class="reason" style="border-color:{colour}">{_e(sub["reason"])}</div>')
     out.append("<h2>Summary</h2>" if not several else "<h3>Summary</h3>")
     out.append(_summary(sub))
+    if _map(sub.get("parallelism")):
+        out.append("<h3>Why the rounds reset</h3>")
+        out.append(_parallelism(_map(sub.get("parallelism"))))
     n = _streams_of(sub)
     out.append(f"<h3>Timeline of rounds per stream ({n} streams)</h3>")
     out.append(timeline_svg(sub.get("timeline"), n, f"s{i}"))
@@ -799,6 +802,64 @@ def _reset_log(log: Any) -> str:
         else:
             out.append(f"<tr><td>-</td><td>-</td><td>-</td><td>{_e(e)}</td></tr>")
     return "".join(out) + "</table>"
+
+
+def _command(c: Any) -> str:
+    """One command of a dependency's example: lsn, transaction, stream, round, what it does."""
+    c = _map(c)
+    if c.get("op") == "U" and c.get("key_before") != c.get("key_after"):
+        what = f"U key {_e(c.get('key_before'))} -&gt; {_e(c.get('key_after'))}"
+    elif c.get("op") == "I":
+        what = f"I {_e(c.get('key_after'))}"
+    else:
+        what = f"{_e(c.get('op'))} {_e(c.get('key_before'))}"
+    return (
+        f"{_e(c.get('article'))} {what} "
+        f'<span class="muted">lsn {_e(c.get("lsn"))} xact {_e(c.get("xact_seqno"))} '
+        f"stream {_e(c.get('stream'))} round {_e(c.get('round'))}</span>"
+    )
+
+
+def _parallelism(par: Mapping[str, Any]) -> str:
+    """Why most rounds reset (the dependencies between streams within a round, by kind, each
+    with an example) and what would let the traffic run in parallel, with the run's figures."""
+    out = [f'<p class="why" id="resets-why">{_e(par.get("reason"))}</p>']
+    advice = [a for a in _list(par.get("advice")) if a]
+    if advice:
+        out.append("<p>To run in parallel:</p><ul>" + "".join(f"<li>{_e(a)}</li>" for a in advice) + "</ul>")
+    kinds = [_map(k) for k in _list(par.get("kinds"))]
+    if kinds:
+        out.append(
+            '<table class="kinds"><tr><th>dependency</th><th class="num">commands</th>'
+            '<th class="num">rounds</th><th>meets</th><th>example</th></tr>'
+        )
+        for k in kinds:
+            ex = _map(k.get("example"))
+            example = (
+                f"{_e(ex.get('article'))} key {_e(ex.get('key'))}:<br>{_command(ex.get('depends_on'))}"
+                f"<br>then {_command(ex.get('command'))}"
+                if ex
+                else "-"
+            )
+            out.append(
+                f'<tr><td><b>{_e(k.get("kind"))}</b><br><span class="muted">{_e(k.get("what"))}</span></td>'
+                f'<td class="num">{_num(k.get("commands"))}</td><td class="num">{_num(k.get("rounds"))}</td>'
+                f"<td>{_e(k.get('conflict') or '-')}</td><td>{example}</td></tr>"
+            )
+        out.append("</table>")
+    batches = [_map(b) for b in _list(par.get("batches"))]
+    if batches:
+        out.append(
+            '<table class="batches"><tr><th class="num">commit batch</th><th class="num">rounds</th>'
+            '<th class="num">rounds with a dependency</th><th class="num">dependent commands</th></tr>'
+            + "".join(
+                f'<tr><td class="num">{_num(b.get("commit_batch_size"))}</td><td class="num">{_num(b.get("rounds"))}</td>'
+                f'<td class="num">{_num(b.get("rounds_with"))}</td><td class="num">{_num(b.get("commands"))}</td></tr>'
+                for b in batches
+            )
+            + "</table>"
+        )
+    return "\n".join(out)
 
 
 def _stream_stats(stats: list[Any]) -> str:

@@ -55,12 +55,16 @@ def subscription_report(sub: SubscriptionResult, settings: Mapping[str, Any]) ->
         "subscription": sub.name,
         "verdict": sub.verdict.value,
         "reason": sub.failed if s.stopped is not None else c.reason or sub.failed,
+        # why the apply stopped before the end (None: it ran to the end, whatever the check said)
+        "apply_stopped": sub.failed,
         "commands": s.commands,
         "transactions": s.transactions,
         "rounds": s.rounds,
         "rounds_parallel": s.rounds_parallel,
         "resets": s.resets,
         "reset_log": [dict(x) for x in s.reset_log],
+        # why most rounds reset, and what would run in parallel (None: they did not)
+        "parallelism": None if s.parallelism is None else s.parallelism.to_json(),
         "conflicts": dict(s.conflicts),
         "outcomes": dict(s.outcomes),
         "skipped": s.skipped,

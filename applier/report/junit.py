@@ -191,14 +191,17 @@ def run_junit(report: Mapping[str, Any]) -> str:
                 ("commands", sub.get("commands")),
                 ("rounds", sub.get("rounds")),
                 ("resets", sub.get("resets")),
+                ("resets_why", (sub.get("parallelism") or {}).get("reason")),
                 *[(f"conflicts.{k}", v) for k, v in (sub.get("conflicts") or {}).items() if v],
                 ("throughput_cmds_per_s", sub.get("throughput_cmds_per_s")),
                 *_versions(report),
             ],
         )
         apply = _testcase(suite, classname, "apply", phases.get("apply"))
-        stopped = sub.get("reason") if sub.get("verdict") == "unknown" and sub.get("reason") else None
-        if stopped is not None:
+        stopped = sub.get("apply_stopped")
+        if "apply_stopped" not in sub:  # a report written before the field: the reason of an unknown
+            stopped = sub.get("reason") if sub.get("verdict") == "unknown" else None
+        if stopped:
             ET.SubElement(apply, "error", message=str(stopped)[:500], type="stopped").text = str(stopped)
         by_article = sub.get("by_article") or {}
         divergent = list(sub.get("divergent") or ())
@@ -231,7 +234,13 @@ def run_junit(report: Mapping[str, Any]) -> str:
 
 
 def _reset_lines(sub: Mapping[str, Any]) -> list[str]:
-    return [e if isinstance(e, str) else reset_line(e) for e in sub.get("reset_log") or ()]
+    """The reset log, then why most rounds reset and what would run in parallel (if they did)."""
+    lines = [e if isinstance(e, str) else reset_line(e) for e in sub.get("reset_log") or ()]
+    par = sub.get("parallelism")
+    if par:
+        lines.append(f"why they reset: {par['reason']}")
+        lines += [f"to run in parallel: {a}" for a in par.get("advice") or ()]
+    return lines
 
 
 def matrix_junit(doc: Mapping[str, Any]) -> str:

@@ -101,6 +101,7 @@ def attempt(
             custom_sql=list(custom_sql),
             out_dir=out_dir,
             spark=spark,
+            explain_resets=False,  # a try is read for its outcome: no job for why it reset
         )
     except Exception as e:  # noqa: BLE001 - an unexpected error is an outcome here
         if stop_of(e) is not None:

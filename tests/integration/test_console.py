@@ -70,6 +70,10 @@ def test_the_demo_prints_nothing_on_stderr_and_writes_every_report(tmp_path):
         row = next(r for r in (ln.split() for ln in p.stdout.splitlines()) if r[:3] == ["│", phase, "│"])
         assert row[3:10:2] == [f"{c['seconds']:.2f}", str(c["jobs"]), str(c["stages"]), str(c["tasks"])]
     assert sum(c["jobs"] for c in doc["cost"].values()) <= 11  # the folds stay folded
+    # the demo resets a few of its rounds, not most: no explanation, and nothing paid for one
+    assert doc["resets"] > 0 and 2 * doc["resets"] <= doc["rounds"]
+    assert doc["parallelism"] is None and "explain" not in doc["cost"]
+    assert "why they reset" not in p.stdout and "to run in parallel" not in p.stdout
     in_all = next(ln for ln in p.stdout.splitlines() if ln.startswith("in all: "))
     assert float(in_all.split()[2]) >= doc["seconds"]
 

@@ -232,7 +232,51 @@ def _hostile_run() -> dict[str, Any]:
     report["timeline"]["rounds"] = [
         {"round": HOSTILE, "kind": HOSTILE, "start": 0, "end": 0.2, "classes": [HOSTILE]}
     ]
+    report["parallelism"] = _parallelism(HOSTILE)
     return report
+
+
+def _parallelism(text: str = "dbo.accounts") -> dict[str, Any]:
+    """Why most rounds reset (applier.results.Parallelism.to_json), ``text`` where a report's
+    values go (an article's name, a key)."""
+    cmd = {"lsn": 7, "xact_seqno": 3, "article": text, "op": "U", "stream": 1, "round": 0}
+    return {
+        "reason": f"17 of 17 rounds reset to one stream: 53 commands depended on {text}",
+        "advice": [f"--commit-batch-size 10: {text}", "--model independent --partition writeset: ..."],
+        "dependent": 53,
+        "rounds": 17,
+        "resets_explained": 17,
+        "within_transaction": 0,
+        "kinds": [
+            {
+                "kind": "key_move",
+                "what": text,
+                "conflict": "row not found, 20598",
+                "commands": 53,
+                "rounds": 17,
+                "example": {
+                    "article": text,
+                    "key": "[2]",
+                    "depends_on": {**cmd, "key_before": "[1]", "key_after": "[2]"},
+                    "command": {**cmd, "lsn": 9, "stream": 2, "key_before": "[2]", "key_after": text},
+                },
+            }
+        ],
+        "batches": [{"commit_batch_size": 10, "rounds": 170, "rounds_with": 12, "commands": 12}],
+    }
+
+
+def test_why_the_rounds_reset_is_a_section_with_the_reason_the_advice_and_an_example():
+    report = {**copy.deepcopy(load("converged")), "parallelism": _parallelism()}
+    dom = check_page(render_run(report))
+    (why,) = dom.find("p", "why", id="resets-why")
+    shown = dom.text
+    assert "Why the rounds reset" in shown and report["parallelism"]["reason"] in shown
+    assert "--commit-batch-size 10: dbo.accounts" in shown
+    assert "U key [1] -> [2]" in shown and "lsn 7 xact 3 stream 1 round 0" in shown
+    assert len(dom.find("table", "kinds")) == 1 and len(dom.find("table", "batches")) == 1
+    # a run whose rounds did not mostly reset has no such section
+    assert "Why the rounds reset" not in render_run(load("converged"))
 
 
 def test_hostile_text_is_escaped_everywhere():

@@ -179,6 +179,41 @@ def test_a_stopped_run_errors_apply_and_leaves_articles_undecided():
     assert root.get("errors") == "3"
 
 
+def test_a_check_that_could_not_decide_errors_its_articles_not_the_apply():
+    """The apply ran to its end (apply_stopped None); verification failed: every article's
+    testcase holds the one-line reason, the apply's none."""
+    why = "could not check article 'dbo.accounts': column 'id' (int) at key [3]: not an int"
+    sub = {**_sub(), "verdict": "unknown", "reason": why, "apply_stopped": None, "by_article": {}}
+    root = _validate(run_junit(sub))
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert cases["apply"].find("error") is None
+    for name in ("dbo.accounts converges", "dbo.order_lines converges"):
+        error = cases[name].find("error")
+        assert (error.get("message"), error.text) == (f"not checked: {why}", why)
+    assert root.get("errors") == "2"
+    stopped = {**sub, "apply_stopped": "the single connection failed"}
+    cases = {c.get("name"): c for c in _validate(run_junit(stopped)).iter("testcase")}
+    assert cases["apply"].find("error").get("message") == "the single connection failed"
+
+
+def test_why_the_rounds_reset_follows_the_reset_log_in_system_out():
+    why = {
+        "reason": "17 of 17 rounds reset to one stream: 53 commands depended ...",
+        "advice": ["--x 1", "--y 2"],
+    }
+    sub = {**_sub(), "parallelism": why}
+    root = _validate(run_junit(sub))
+    out = root.find("testsuite/system-out").text.splitlines()
+    assert out[-3:] == [
+        f"why they reset: {why['reason']}",
+        "to run in parallel: --x 1",
+        "to run in parallel: --y 2",
+    ]
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["resets_why"] == why["reason"]
+    assert "resets_why" not in {p.get("name") for p in _validate(run_junit(_sub())).iter("property")}
+
+
 def test_run_that_ended_before_its_verdict_is_one_errored_case():
     doc = unfinished_report(None, "--streams: must be between 1 and 64", 2, started=0.0, seconds=0.1)
     assert doc["schema_version"] == SCHEMA_VERSION and doc["verdict"] == "unknown"
