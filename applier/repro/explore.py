@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from applier.config import Config
-from applier.repro.runner import ERROR, Attempt, attempt, with_schedule
+from applier.repro.runner import ERROR, Attempt, Warm, attempt, with_schedule
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,7 @@ def explore(
     ex = Exploration(strategy, budget)
     t0 = time.perf_counter()
     loaded: int | None = None
+    warm = Warm(target)  # every try on the tables the one before emptied (or installed anew)
     for i in range(budget):
         seed = first_seed + i
         run_dir = out / f"seed-{seed}"
@@ -101,7 +102,7 @@ def explore(
             shutil.rmtree(run_dir)
         a = attempt(
             with_schedule(base, schedule_seed=seed),
-            target,
+            warm,
             changes=changes,
             snapshot=snapshot,
             custom_sql=custom_sql,
@@ -127,7 +128,7 @@ def explore(
         if a.failed:
             ex.found, ex.run_dir = t, run_dir
             break
-        # Every try starts from the snapshot: each loads it into tables created anew.
+        # Every try starts from the snapshot: each loads it into empty tables.
         if loaded is not None and rows is not None and rows != loaded:
             raise ApplierError(f"try {i} (seed {seed}) loaded {rows} snapshot rows, the first try {loaded}")
         loaded = rows if loaded is None else loaded

@@ -77,6 +77,54 @@ def serial(config: Config) -> Config:
     )
 
 
+class Warm:
+    """A session of attempts on one target that keeps what an attempt installed for the next
+    one with the same articles, procedures and custom SQL (:func:`applier.apply.install.
+    install_key`): its tables are emptied and the snapshot loaded again, nothing dropped and
+    created again, as the pytest plugin does between tests. Only a plain run (no
+    ``[[subscriptions]]``) on a target applier starts or an endpoint, and only where the database holds
+    nothing else (:func:`applier.apply.install.reusable`: a custom trigger's audit table or a
+    sequence would keep its state, so such a database is installed anew every time)."""
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+        self.held: tuple[str, Any] | None = None  # (install key, the endpoint it holds)
+
+    def where(self, config: Config, changes: Any, custom_sql: Sequence[str | Path]) -> tuple[Any, Any]:
+        """What the next attempt runs on, and what to tell :meth:`after` of it."""
+        from applier.apply.install import install_key
+        from applier.sources.hazards import effective_config
+        from applier.targets.base import Target
+        from applier.targets.endpoint import Endpoint
+
+        if config.subscriptions:
+            return self.target, None
+        if isinstance(self.target, Endpoint):
+            base: Endpoint = self.target
+        elif isinstance(self.target, Target) and self.target.started:
+            base = self.target.endpoint()  # its own database
+        else:
+            return self.target, None
+        articles = (effective_config(config) if changes is None else config).articles
+        key = install_key(articles, [Path(p) for p in custom_sql], config.run.set_apply)
+        if key is None:
+            return self.target, None
+        if self.held is not None and self.held[0] == key:
+            return dataclasses.replace(self.held[1], reuse_tables=True), (key, articles)
+        return base, (key, articles)
+
+    def after(self, where: Any, told: Any, result: Any) -> None:
+        from applier.apply.install import reusable
+
+        self.held = None
+        if told is None or result is None or any(s.schema_changes for s in result.subscriptions):
+            return
+        key, articles = told
+        endpoint = dataclasses.replace(where, reuse_tables=False)
+        if reusable(endpoint, articles):
+            self.held = (key, endpoint)
+
+
 def attempt(
     config: Config,
     target: Any,
@@ -87,10 +135,15 @@ def attempt(
     out_dir: str | Path | None = None,
     spark: Any = None,
 ) -> Attempt:
-    """One run through :func:`applier.api.run`; its outcome, or the error it raised."""
+    """One run through :func:`applier.api.run`; its outcome, or the error it raised.
+    ``target``: a :class:`Warm` session keeps the tables for the next attempt."""
     import applier.api
     from applier.pipeline.rundir import outcome
 
+    warm = target if isinstance(target, Warm) else None
+    told = None
+    if warm is not None:
+        target, told = warm.where(config, changes, custom_sql)
     t = time.perf_counter()
     try:
         result = applier.api.run(
@@ -106,7 +159,11 @@ def attempt(
     except Exception as e:  # noqa: BLE001 - an unexpected error is an outcome here
         if stop_of(e) is not None:
             raise
+        if warm is not None:
+            warm.after(target, told, None)
         return Attempt(error_outcome(e), time.perf_counter() - t)
+    if warm is not None:
+        warm.after(target, told, result)
     return Attempt(outcome(result), time.perf_counter() - t, result)
 
 

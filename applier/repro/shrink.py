@@ -31,7 +31,7 @@ from applier.errors import ApplierError
 from applier.leftovers import owned_dir
 from applier.repro.case import Case, describe, load_case, read_run_dir
 from applier.repro.ddmin import Cached, ddmin
-from applier.repro.runner import Attempt, attempt_case, follow, same_failure, serial
+from applier.repro.runner import Attempt, Warm, attempt_case, follow, same_failure, serial
 
 Say = Callable[[str], None]
 
@@ -92,7 +92,7 @@ class _Oracle:
         self.config = follow(config, schedule) if schedule is not None else config
         self.serial = serial(config) if serial_check else None
         self.original = original
-        self.target, self.work, self.spark, self.say = target, work, spark, say
+        self.target, self.work, self.spark, self.say = Warm(target), work, spark, say
         self.runs = 0
         self.last: Attempt | None = None  # the last attempt that failed the same way
         self.cache: dict[str, bool] = {}
@@ -376,7 +376,7 @@ def shrink(
         phase("snapshot rows", len(state["case"].snapshot), rows)
         phase("streams", config.run.streams, streams)
         shrunk.case = state["case"]
-        final = attempt_case(fails.config, shrunk.case, target, out_dir=out, spark=spark)
+        final = attempt_case(fails.config, shrunk.case, fails.target, out_dir=out, spark=spark)
         fails.runs += 1
         shrunk.reproduced = same_failure(original, final.outcome)
         shrunk.outcome = final.outcome

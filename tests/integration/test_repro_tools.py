@@ -241,3 +241,42 @@ def test_the_exported_sql_replays_the_bug_by_hand(shrunk, pg, tmp_path):
     finally:
         for c in (setup, *conns.values()):
             c.close()
+
+
+def test_tries_on_the_same_articles_empty_the_tables_the_last_one_installed(spark, target, tmp_path):
+    """explore's tries (and shrink's runs) reuse the tables an earlier try installed with the
+    same articles and custom SQL: emptied and loaded again (the table's OID stays), never a
+    database holding anything else (the orders' trigger is installed anew each time above)."""
+    import pyodbc
+
+    from applier.config import with_overrides
+
+    cfg = with_overrides(
+        load_config(DATA / "key_chain.toml"),
+        run={"subscription": "repro_warm"},
+        workload={"transactions": 40, "initial_rows": 30},
+    )
+    oids: list[int] = []
+    rows: list[int] = []
+
+    def seen(_try) -> None:  # type: ignore[no-untyped-def]
+        conn = pyodbc.connect(target.connection_string, autocommit=True)
+        try:
+            oids.append(conn.execute("SELECT 'dbo.kc_rows'::regclass::oid::bigint").fetchone()[0])
+            rows.append(conn.execute("SELECT COUNT(*) FROM dbo.kc_rows").fetchone()[0])
+        finally:
+            conn.close()
+
+    ex = explore(
+        cfg,
+        target,
+        budget=3,
+        out=tmp_path / "explore",
+        custom_sql=[DATA / "key_chain_update_fixed.sql"],
+        spark=spark,
+        on_try=seen,
+    )
+    assert [t.verdict for t in ex.tries] == ["converged"] * 3, ex.tries
+    assert len(set(oids)) == 1, oids  # installed once, emptied twice
+    assert [t.snapshot_rows for t in ex.tries] == [30] * 3  # each try loaded the snapshot again
+    assert len(set(rows)) == 1, rows  # and ended where the others did
