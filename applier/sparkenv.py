@@ -454,7 +454,7 @@ def count_slots(sc: Any, cpus: int | None = None) -> Slots:
     from applier.errors import ConfigError
 
     master = str(sc.master)
-    conf = sc.getConf()  # once a run
+    conf = launch_conf(sc)
     task_cpus = int(conf.get("spark.task.cpus", "1") or 1)
     k = local_slots(master, cpus if cpus is not None else os.cpu_count() or 1)
     if k is not None:

@@ -69,12 +69,13 @@ def verify(
     if digests is None and callable(expected):
         expected = expected()
     compared = digests if digests is not None else diff_all(expected, found)  # type: ignore[arg-type]
+    # SQL text: one JVM call an expression (the Column API took ~100 calls here)
     per_article = (
         compared.groupBy("article")
         .agg(
-            F.count("expected").alias("expected"),
-            F.sum("nfound").alias("found"),
-            *[F.count(F.when(F.col("kind") == k, 1)).alias(k) for k in kinds],
+            F.expr("count(expected) AS expected"),
+            F.expr("sum(nfound) AS found"),
+            *[F.expr(f"count(CASE WHEN kind = '{k}' THEN 1 END) AS {k}") for k in kinds],
         )
         .collect()
     )

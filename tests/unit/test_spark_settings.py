@@ -79,7 +79,7 @@ def _sc(master: str, conf: dict[str, str] | None = None, *, executors: int = 0, 
     )
     return SimpleNamespace(
         master=master,
-        getConf=lambda: _Conf(conf or {}),
+        _conf=_Conf(conf or {}),
         _jsc=SimpleNamespace(sc=lambda: jvm),
         defaultParallelism=executors * 2,
     )
