@@ -7,8 +7,9 @@ so that a value compares equal to itself whichever way it came.
 
 Encoding by kind: int -> JSON integer; bool -> true/false; decimal -> string with the
 column's scale ("12.50"); float -> JSON number; str -> string; bytes -> base64 string;
-date/time/datetime -> ISO 8601 text (datetime and time to microseconds); datetimeoffset -> the same
-with its offset ("2024-03-10T06:59:59.999999+00:00"); uuid -> lower-case text; NULL -> null.
+date/time/datetime -> ISO 8601 text (datetime and time to microseconds); datetimeoffset -> its
+instant in UTC, the same text with +00:00 ("2024-03-10T01:59:59-05:00" is
+"2024-03-10T06:59:59.000000+00:00"); uuid -> lower-case text; NULL -> null.
 """
 
 from __future__ import annotations
@@ -152,7 +153,13 @@ def encode(col: Column, value: Any) -> Any:
                 raise _fail(col, value, "expected ISO 8601 text with an offset") from None
         if not isinstance(value, dt.datetime) or value.tzinfo is None:
             raise _fail(col, value, "expected a datetime with offset")
-        return value.isoformat(timespec="microseconds")
+        # An instant, in UTC: a subscriber keeps the instant, not always the offset (PostgreSQL
+        # none, reading back UTC), so one instant is one text whatever offset it came with
+        # (-05:00 and +00:00 of the same moment compared as different rows before).
+        try:
+            return value.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
+        except OverflowError:
+            raise _fail(col, value, "its instant in UTC is outside years 1 to 9999") from None
     raise _fail(col, value, f"unsupported kind {kind}")
 
 

@@ -24,7 +24,6 @@ from applier.dialects.schema import drop_order
 from applier.errors import ApplierError, TargetError
 from applier.targets.endpoint import Endpoint
 from applier.targets.progress import ProgressTable
-from applier.values import to_param
 
 
 def _exec(cur: Any, sql: str, what: str) -> None:
@@ -238,9 +237,7 @@ def load_snapshot(
                         img = json.loads(image)
                         pending.setdefault(name, []).append(
                             tuple(
-                                dialect.null_param(c.type) if v is None else to_param(c.type, v)
-                                for c in a.replicated
-                                for v in (img.get(c.name),)
+                                dialect.to_param(c.type, v) for c in a.replicated for v in (img.get(c.name),)
                             )
                         )
                         limit = min(dialect.MAX_PARAMS_PER_BATCH // len(a.replicated), 1000)

@@ -560,6 +560,9 @@ class Sender:
         self.round_trips += 1
         try:
             cur = self._cursor()
+            params, sizes = self.dialect.bind(params)
+            if self.dialect.TYPED_NULLS:  # None reverts what an earlier chunk declared
+                cur.setinputsizes(sizes)
             cur.execute(sql, params) if params else cur.execute(sql)
             while self.dialect.ERRORS_IN_LATER_RESULTS and cur.nextset():
                 pass
@@ -693,7 +696,10 @@ class Sender:
         try:
             cur = self.conn.cursor()
             sql = ";\n".join(texts)
-            cur.execute(sql, list(params)) if params else cur.execute(sql)
+            bound, sizes = self.dialect.bind(list(params))
+            if self.dialect.TYPED_NULLS:
+                cur.setinputsizes(sizes)
+            cur.execute(sql, bound) if bound else cur.execute(sql)
             while self.dialect.ERRORS_IN_LATER_RESULTS and cur.nextset():
                 pass
         except pyodbc.Error as e:

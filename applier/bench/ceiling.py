@@ -20,7 +20,6 @@ from applier.bench.stream import Change, key_bucket
 from applier.config import Config
 from applier.dialects import DIALECTS
 from applier.plan.calls import Call, Planner
-from applier.values import to_param
 
 Chunk = tuple[str, list[Any]]  # one round trip: statements joined by ";\n", their values
 
@@ -180,11 +179,7 @@ def load_rows(cs: str, dialect_name: str, config: Config, rows: Iterable[tuple[s
         a = arts[name]
         img = json.loads(image)
         vals = pending.setdefault(name, [])
-        vals.extend(
-            dialect.null_param(c.type) if v is None else to_param(c.type, v)
-            for c in a.replicated
-            for v in (img.get(c.name),)
-        )
+        vals.extend(dialect.to_param(c.type, v) for c in a.replicated for v in (img.get(c.name),))
         total += 1
         if len(vals) >= min(dialect.MAX_PARAMS_PER_BATCH, 1000 * len(a.replicated)):
             flush(name)

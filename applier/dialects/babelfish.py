@@ -64,10 +64,13 @@ The engine is found by asking the server (``SERVERPROPERTY('Babelfish')``,
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import re
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
-from applier.dialects.base import Classified, ConflictClass
+from applier.articles import SqlType
+from applier.dialects.base import Classified, ConflictClass, TypedNull
 from applier.dialects.tsql import TsqlDialect
 
 # A duplicate's message is PostgreSQL's: duplicate key value violates unique constraint "name"
@@ -78,6 +81,15 @@ UNMAPPED = 33557097
 # PostgreSQL's message for its lock_timeout (55P03), which Babelfish sends as UNMAPPED.
 _PG_LOCK_TIMEOUT = re.compile(r"canceling statement due to lock timeout", re.IGNORECASE)
 LOCK_TIMEOUT = 1222
+
+
+SQL_TYPE_TIMESTAMP = 93  # ODBC's (sql.h)
+
+
+def _utc_naive(text: str) -> dt.datetime:
+    """An ISO 8601 instant with an offset as the same instant in UTC, without tzinfo."""
+    v = dt.datetime.fromisoformat(text)
+    return v.astimezone(dt.timezone.utc).replace(tzinfo=None) if v.tzinfo is not None else v
 
 
 class BabelfishDialect(TsqlDialect):
@@ -102,6 +114,24 @@ class BabelfishDialect(TsqlDialect):
         2627: (_PG_NAMED, 0),
         2601: (_PG_NAMED, 0),
     }
+
+    TYPED_NULLS: ClassVar[bool] = True
+
+    def null_param(self, t: SqlType | None) -> Any:
+        """A datetimeoffset's NULL binds as a timestamp (pyodbc binds None as varchar: refused
+        as the text is, below)."""
+        if t is not None and t.kind == "datetimeoffset":
+            return TypedNull(SQL_TYPE_TIMESTAMP, 0, 6)
+        return super().null_param(t)
+
+    def param_converter(self, t: SqlType) -> Callable[[Any], Any] | None:
+        """A datetimeoffset binds as its instant in UTC, a ``datetime`` without offset (stored
+        +00:00): Babelfish refuses a procedure parameter of type datetimeoffset bound as text
+        ("found but cannot be used ... implicit casting", 22018), which SQL Server converts.
+        Everything else as SQL Server's."""
+        if t.kind == "datetimeoffset":
+            return _utc_naive
+        return super().param_converter(t)
 
     def classify(self, exc: BaseException) -> Classified:
         """As SQL Server's, with PostgreSQL's lock timeout (33557097 and its text) read as 1222."""

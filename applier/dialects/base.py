@@ -15,7 +15,7 @@ import enum
 import hashlib
 import math
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -26,6 +26,7 @@ import jinja2
 from applier.articles import Article, Column, SqlType, Syntax
 from applier.dialects.schema import SchemaStatements
 from applier.errors import UnsupportedError
+from applier.values import param_converter
 
 OPS = {"I": "insert", "U": "update", "D": "delete"}
 _PREFIX = {"I": "sp_MSins_", "U": "sp_MSupd_", "D": "sp_MSdel_"}
@@ -133,6 +134,17 @@ def _env(dialect: str) -> jinja2.Environment:
     )
 
 
+@dataclass(frozen=True)
+class TypedNull:
+    """A NULL bound with its ODBC type (``sql_type``, column size, decimal digits), where the
+    driver cannot describe the parameter and a NULL bound as varchar converts to no column
+    type implicitly (:meth:`Dialect.bind`)."""
+
+    sql_type: int
+    size: int = 0
+    digits: int = 0
+
+
 class Dialect(SchemaStatements):
     """Base of the subscriber dialects. Subclasses fill the capability flags and mapping."""
 
@@ -198,6 +210,32 @@ class Dialect(SchemaStatements):
     def null_param(self, t: SqlType | None) -> Any:
         """What a NULL of a column of type ``t`` binds as: None (the driver types it)."""
         return None
+
+    # Some NULLs must be bound with their type (:class:`TypedNull` from ``null_param``): the
+    # statements' parameters are then scanned for them before each round trip (:meth:`bind`).
+    TYPED_NULLS: ClassVar[bool] = False
+
+    def bind(self, params: list[Any]) -> tuple[list[Any], list[Any] | None]:
+        """``params`` as pyodbc binds them, and the input sizes to declare first (pyodbc's
+        ``Cursor.setinputsizes``: a NULL's ODBC type, None for a parameter the driver types);
+        None: nothing to declare."""
+        if not self.TYPED_NULLS or not any(isinstance(p, TypedNull) for p in params):
+            return params, None
+        sizes = [(p.sql_type, p.size, p.digits) if isinstance(p, TypedNull) else None for p in params]
+        return [None if isinstance(p, TypedNull) else p for p in params], sizes
+
+    def param_converter(self, t: SqlType) -> Callable[[Any], Any] | None:
+        """How a canonical value of type ``t`` becomes the Python value bound for this engine
+        (None: as it is): :func:`applier.values.param_converter`, unless a dialect says
+        otherwise."""
+        return param_converter(t)
+
+    def to_param(self, t: SqlType, value: Any) -> Any:
+        """A canonical value of type ``t`` as bound for this engine (a NULL: ``null_param``)."""
+        if value is None:
+            return self.null_param(t)
+        f = self.param_converter(t)
+        return value if f is None else f(value)
 
     def type_sql(self, t: SqlType) -> str:
         try:
@@ -431,6 +469,9 @@ class Dialect(SchemaStatements):
     # -- connections ------------------------------------------------------------------
     def session_setup(self, lock_timeout_ms: int) -> list[str]:
         return []
+
+    def on_connect(self, conn: Any) -> None:
+        """What a new pyodbc connection needs before its first statement (output converters)."""
 
     def read_column_sql(self, column: Column) -> str:
         """The expression that reads ``column`` back for verification (applier.verify.target):

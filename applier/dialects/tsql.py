@@ -36,7 +36,9 @@ lost connections, never English text.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+import struct
 from typing import Any, ClassVar
 
 from applier.articles import Article, SqlType, Syntax
@@ -136,6 +138,17 @@ def native_code(message: str) -> int | None:
         return None
     n = int(m.group(1))
     return n if n > 0 else None
+
+
+SQL_SS_TIMESTAMPOFFSET = -155  # the driver's type of a datetimeoffset column (msodbcsql.h)
+
+
+def datetimeoffset_of(raw: bytes) -> dt.datetime:
+    """An SQL_SS_TIMESTAMPOFFSET_STRUCT as the aware datetime it is (microseconds: the
+    canonical precision)."""
+    y, mo, d, h, mi, sec, ns, oh, om = struct.unpack("<6hI2h", raw)
+    tz = dt.timezone(dt.timedelta(hours=oh, minutes=om))  # the minutes carry the hours' sign
+    return dt.datetime(y, mo, d, h, mi, sec, ns // 1000, tz)
 
 
 class TsqlDialect(Dialect):
@@ -393,6 +406,13 @@ class TsqlDialect(Dialect):
         )
 
     # -- connections and bookkeeping -------------------------------------------------
+    def on_connect(self, conn: Any) -> None:
+        # pyodbc cannot read a datetimeoffset ("ODBC SQL type -155 is not yet supported"):
+        # the driver's SQL_SS_TIMESTAMPOFFSET_STRUCT is decoded here (year, month, day, hour,
+        # minute, second, fraction in nanoseconds, offset hours and minutes), as pyodbc's
+        # documentation shows (https://github.com/mkleehammer/pyodbc/wiki/Using-an-Output-Converter-function).
+        conn.add_output_converter(SQL_SS_TIMESTAMPOFFSET, datetimeoffset_of)
+
     def session_setup(self, lock_timeout_ms: int) -> list[str]:
         return [
             # Any run-time error rolls the whole transaction back and ends the batch, so a

@@ -79,9 +79,10 @@ class Parameters:
         self.op = op
         self.syntax = article.delivery(op).syntax
         cols = article.replicated
-        self.cols = [(c.name, param_converter(c.type), c.type.is_lob) for c in cols]
+        conv = dialect.param_converter if dialect is not None else param_converter
+        self.cols = [(c.name, conv(c.type), c.type.is_lob) for c in cols]
         self.index = {c.name: i for i, c in enumerate(cols)}
-        self.keys = [(c.name, param_converter(c.type)) for c in article.key_columns]
+        self.keys = [(c.name, conv(c.type)) for c in article.key_columns]
         # what a NULL of each column binds as (Dialect.null_param: None, or a typed NULL)
         null = dialect.null_param if dialect is not None else (lambda t: None)
         self.nulls = [null(c.type) for c in cols]

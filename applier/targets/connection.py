@@ -62,6 +62,7 @@ def connect(
 
     def once() -> Any:
         conn = pyodbc.connect(connection_string, autocommit=False, timeout=30)
+        dialect.on_connect(conn)
         cur = conn.cursor()
         for stmt in dialect.session_setup(lock_timeout_ms):
             cur.execute(stmt)

@@ -334,3 +334,87 @@ def test_a_wait_for_cycle_between_two_streams_is_a_deadlock_and_converges(spark,
     assert report["resets"] == 1 and result.verdict.value == "converged"
     got = rows(sqlserver, f"SELECT [id], [v] FROM {_q(sqlserver, 'dbo', table)} ORDER BY [id]")
     assert got == [(1, "t2"), (2, "t2")]  # re-applied in commit order: xact 2 wrote last
+
+
+# -- datetimeoffset: an instant, whatever offset its text has -------------------------------
+_DTO_CONFIG = """
+[run]
+streams = 2
+set_apply = {set_apply}
+subscription = "{name}"
+
+[[articles]]
+name = "dbo.dto_rows"
+columns = [
+  {{ name = "id", type = "int", key = true }},
+  {{ name = "at", type = "datetimeoffset(6)" }},
+]
+"""
+# (key, text): offsets of both signs, a half-hour zone, microseconds, a NULL
+_DTO_VALUES = [
+    (1, "2024-03-10T01:59:59.999999-05:00"),
+    (2, "2024-11-03T01:30:00+05:30"),
+    (3, "1999-12-31T23:59:59.000001+14:00"),
+    (4, None),
+]
+
+
+@pytest.mark.parametrize("set_apply", [False, True], ids=["calls", "set"])
+def test_datetimeoffset_values_arrive_as_their_instants(spark, sqlserver, tmp_path, set_apply) -> None:
+    """Babelfish refuses a datetimeoffset procedure parameter bound as text (SQL Server converts
+    it): the dialect binds the instant in UTC. Inserted, then updated, each value is read back
+    as the instant it was (verify compares instants), in both apply modes."""
+    import datetime as dt
+
+    name = f"tsql-dto-{'set' if set_apply else 'calls'}"
+    import tomllib
+
+    cfg = parse_config(
+        tomllib.loads(_DTO_CONFIG.format(set_apply=str(set_apply).lower(), name=name)), "dto.toml"
+    )
+    records = []
+    lsn = 0
+    for k, text in _DTO_VALUES:
+        lsn += 1
+        records.append(
+            {
+                "lsn": lsn,
+                "xact_seqno": lsn,
+                "command_id": 1,
+                "article": "dbo.dto_rows",
+                "op": "I",
+                "after": {"id": k, "at": text},
+            }
+        )
+    for k, text in _DTO_VALUES[:3]:  # then each moved by a day, still in its own offset
+        lsn += 1
+        later = (dt.datetime.fromisoformat(text) + dt.timedelta(days=1)).isoformat()
+        records.append(
+            {
+                "lsn": lsn,
+                "xact_seqno": lsn,
+                "command_id": 1,
+                "article": "dbo.dto_rows",
+                "op": "U",
+                "before": {"id": k, "at": text},
+                "after": {"id": k, "at": later},
+                "changed": ["at"],
+            }
+        )
+    changes = write_jsonl(tmp_path / "dto.jsonl", records)
+    result, report = run(spark, cfg, sqlserver, changes=changes)
+    assert report["verdict"] == "converged" and result.exit_code == 0, (report["reason"], report["reset_log"])
+    conn = sqlserver.connect()  # the dialect's connection: it reads a datetimeoffset
+    try:
+        got = dict(tuple(r) for r in conn.cursor().execute("SELECT id, at FROM dbo.dto_rows").fetchall())
+    finally:
+        conn.close()
+    for k, text in _DTO_VALUES:
+        want = (
+            None if text is None else dt.datetime.fromisoformat(text) + dt.timedelta(days=1 if k < 4 else 0)
+        )
+        value = got[k]
+        if want is None:
+            assert value is None
+            continue
+        assert value == want, (k, value, want)  # aware datetimes: equal as instants

@@ -260,3 +260,38 @@ def test_no_build_is_an_error_naming_the_variable(tmp_path: Path, monkeypatch: p
         babelfish.find_build()
     ok, why = babelfish.available()
     assert not ok and "APPLIER_BABELFISH" in why
+
+
+def test_a_datetimeoffset_binds_as_its_utc_instant_and_its_null_typed() -> None:
+    """Babelfish refuses a datetimeoffset parameter bound as text or as a varchar NULL (22018,
+    implicit casting): the instant binds in UTC, the NULL as a timestamp (setinputsizes)."""
+    import datetime as dt
+
+    from applier.articles import parse_type
+    from applier.dialects.babelfish import BabelfishDialect
+    from applier.dialects.base import TypedNull
+    from applier.dialects.tsql import TsqlDialect
+
+    t = parse_type("datetimeoffset(6)")
+    b, s = BabelfishDialect(), TsqlDialect()
+    assert b.to_param(t, "2024-03-10T01:59:59.999999-05:00") == dt.datetime(2024, 3, 10, 6, 59, 59, 999999)
+    assert (
+        s.to_param(t, "2024-03-10T06:59:59.999999+00:00") == "2024-03-10T06:59:59.999999+00:00"
+    )  # SQL Server: text
+    null = b.to_param(t, None)
+    assert isinstance(null, TypedNull) and s.to_param(t, None) is None
+    params, sizes = b.bind([1, null, "x"])
+    assert params == [1, None, "x"] and sizes == [None, (93, 0, 6), None]
+    assert b.bind([1, "x"]) == ([1, "x"], None) and s.bind([1, None]) == ([1, None], None)
+
+
+def test_a_datetimeoffset_read_back_is_its_instant() -> None:
+    """pyodbc cannot read SQL_SS_TIMESTAMPOFFSET (-155): the T-SQL dialects decode its struct."""
+    import datetime as dt
+    import struct
+
+    from applier.dialects.tsql import datetimeoffset_of
+
+    raw = struct.pack("<6hI2h", 2024, 3, 10, 1, 59, 59, 999999000, -5, -30)
+    assert datetimeoffset_of(raw) == dt.datetime(2024, 3, 10, 7, 29, 59, 999999, dt.timezone.utc)
+    assert datetimeoffset_of(raw).utcoffset() == -dt.timedelta(hours=5, minutes=30)

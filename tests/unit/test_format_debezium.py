@@ -291,7 +291,7 @@ EXPECTED = {
     "price": "123.45",
     "blob": base64.b64encode(b"\x00\x01\xff").decode(),
     "flag": True,
-    "dto": "2019-06-05T10:11:08.470123+02:00",
+    "dto": "2019-06-05T08:11:08.470123+00:00",  # the instant, in UTC
     "u": "8f1c4c1a-8c0a-4a53-9d0b-6a4b51a5c2e1",
 }
 RAW = {

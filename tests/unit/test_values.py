@@ -223,6 +223,9 @@ def test_datetimeoffset_binds_as_its_text_and_reads_back_from_text():
     assert to_param(c.type, text) == text
     assert encode(c, "2024-03-10T06:59:59.999999+00:00") == "2024-03-10T06:59:59.999999+00:00"
     assert encode(c, "2024-03-10 06:59:59+00:00") == "2024-03-10T06:59:59.000000+00:00"
+    # one instant, one text, whatever offset it came with (a subscriber keeps the instant)
+    assert encode(c, text) == "2024-03-10T06:59:59.999999+00:00"
+    assert encode(c, "2024-11-03T01:30:00+05:30") == "2024-11-02T20:00:00.000000+00:00"
 
 
 @pytest.mark.parametrize(
@@ -231,6 +234,7 @@ def test_datetimeoffset_binds_as_its_text_and_reads_back_from_text():
         (dt.datetime(2024, 3, 10, 6, 59, 59), "expected a datetime with offset"),  # naive: no instant
         ("2024-03-10T06:59:59", "expected a datetime with offset"),  # text without an offset
         ("10 March 2024", "expected ISO 8601 text with an offset"),
+        ("0001-01-01T00:00:00+05:00", "outside years 1 to 9999"),  # its instant is in year 0
     ],
 )
 def test_datetimeoffset_without_an_instant_is_refused(v, words):
