@@ -62,6 +62,10 @@ Progress = Callable[[str, int, int], None]  # (stage, done, total)
 FATAL = "the single connection hit an error the policy does not skip"
 # A run says why its rounds reset (one Spark job) when more than this share of them did.
 EXPLAINED_SHARE = 0.5
+# ... and at least this many of them: the explanation is a Spark job of four shuffles (~1 s of
+# a warm 1,000-command run of 2 rounds, twice the rest of its verify); a run of a round or two
+# is a correctness test, where `applier streams --explain` says the same on demand
+EXPLAINED_RESETS = 3
 RESET_ROUNDS = 10_000  # reset rounds the explanation checks one by one at most
 STOPPED = "the run stopped: transient errors on the single connection outlasted the retry policy ({})"
 
@@ -117,7 +121,8 @@ def run(
     ``capture``: the format of ``changes`` (Debezium, wal2json, SQL Server CDC...) and how to
     read it; None or format canonical: applier's own change files.
 
-    ``explain_resets``: a subscription whose rounds mostly reset says why (``EXPLAINED_SHARE``;
+    ``explain_resets``: a subscription whose rounds mostly reset says why (``EXPLAINED_SHARE``,
+    at least ``EXPLAINED_RESETS`` of them;
     one Spark job, phase ``explain``)."""
     reading = reads_input(changes, capture)
     if not reading:
@@ -329,7 +334,7 @@ def _subscription(
             log.info("%s: verify: %s", sub.name, check.reason, exc_info=True)
     phases["verify"] = time.perf_counter() - t
     planned = applied.planned  # one segment's (a run with barriers starts its rounds again at each)
-    many = summary.resets > EXPLAINED_SHARE * summary.rounds
+    many = summary.resets > EXPLAINED_SHARE * summary.rounds and summary.resets >= EXPLAINED_RESETS
     if explain_resets and many and job.streams > 1 and planned is not None:
         t = time.perf_counter()
         with cost.phase("explain"), without_aqe(spark, rows=applied.commands):
