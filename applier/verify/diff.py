@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from applier.results import Check, Divergence, Verdict
-from applier.verify.outcomes import command_outcomes
+from applier.verify.outcomes import outcomes_of
 
 
 def diff_all(expected: DataFrame, found: DataFrame) -> DataFrame:
@@ -257,32 +257,41 @@ def _touching(
 ) -> list[dict[str, Any]]:
     """Commands whose before or after key is one of keys (role ``d``), and, one hop back, the
     commands whose after key is the before key of one of those where it is another key (role
-    ``p``, its ``k`` that key), with outcomes: one query, one job."""
-    spark = changes.sparkSession
-    wanted = spark.createDataFrame(keys, "article string, k string")
-    cols = ["article", "k", "lsn", "xact_seqno", "op", "key_before", "key_after", "changed"]
+    ``p``, its ``k`` that key), with outcomes. Three Spark jobs that only filter (the keys are
+    few: as literals, where joining them made a broadcast, a job of its own, per join)."""
+    cols = ["article", "lsn", "xact_seqno", "op", "key_before", "key_after", "changed"]
     cols += [c for c in ("stream", "round") if c in changes.columns]
-    direct = (
-        changes.join(wanted, "article")
-        .where((F.col("key_before") == F.col("k")) | (F.col("key_after") == F.col("k")))
-        .select(*cols)
+
+    def having(wanted: dict[str, set[str]], sides: tuple[str, ...]) -> list[Any]:
+        cond = F.lit(False)
+        for article, ks in sorted(wanted.items()):
+            hit = F.lit(False)
+            for side in sides:
+                hit = hit | F.col(side).isin(sorted(ks))
+            cond = cond | ((F.col("article") == article) & hit)
+        return changes.where(cond).select(*cols).collect()
+
+    wanted: dict[str, set[str]] = {}
+    for article, k in keys:
+        wanted.setdefault(article, set()).add(k)
+    rows: list[dict[str, Any]] = []
+    for r in having(wanted, ("key_before", "key_after")):
+        d = r.asDict()
+        for k in sorted(wanted[d["article"]]):
+            if k in (d["key_before"], d["key_after"]):
+                rows.append({**d, "k": k, "role": "d"})
+    hops: dict[str, set[str]] = {}
+    for d in rows:
+        if d["key_before"] is not None and d["key_before"] != d["k"]:
+            hops.setdefault(d["article"], set()).add(d["key_before"])
+    for r in having(hops, ("key_after",)) if hops else []:
+        d = r.asDict()
+        rows.append({**d, "k": d["key_after"], "role": "p"})
+    outcomes = (
+        outcomes_of(events, [(d["lsn"], d.get("stream"), d.get("round")) for d in rows])
+        if events is not None
+        else {}
     )
-    hops = (
-        direct.where(F.col("key_before").isNotNull() & (F.col("key_before") != F.col("k")))
-        .select("article", F.col("key_before").alias("k"))
-        .distinct()
-    )
-    producers = changes.join(hops, "article").where(F.col("key_after") == F.col("k")).select(*cols)
-    touched = direct.withColumn("role", F.lit("d")).unionByName(producers.withColumn("role", F.lit("p")))
-    if events is not None:
-        ev = (
-            command_outcomes(
-                events, touched.select(*[c for c in ("lsn", "stream", "round") if c in cols]).distinct()
-            )
-            .groupBy("lsn")
-            .agg(F.collect_list(F.struct("outcome", "class", "code", "t_exec", "t_commit")).alias("outcomes"))
-        )
-        touched = touched.join(ev, "lsn", "left")
     rank = {
         "conflict": 0,
         "rolled_back": 1,
@@ -295,8 +304,7 @@ def _touching(
         "resumed": -1,
     }
     out = []
-    for r in touched.orderBy("lsn").collect():
-        d = r.asDict(recursive=True)
+    for d in sorted(rows, key=lambda d: d["lsn"]):
         item: dict[str, Any] = {
             "role": d["role"],
             "article": d["article"],
@@ -313,11 +321,11 @@ def _touching(
             "round": d.get("round"),
         }
         if events is not None:
-            outcomes = sorted(d.get("outcomes") or [], key=lambda o: rank.get(o["outcome"], 5))
+            ranked = sorted(outcomes.get(d["lsn"], []), key=lambda o: rank.get(o["outcome"], 5))
             item["outcome"] = " -> ".join(
-                o["outcome"] + (f" ({o['class']})" if o["class"] else "") for o in outcomes
+                o["outcome"] + (f" ({o['class']})" if o["class"] else "") for o in ranked
             )
-            item["t_exec"], item["t_commit"], _ = _effective_times(outcomes)
+            item["t_exec"], item["t_commit"], _ = _effective_times(ranked)
         out.append(item)
     return out
 
