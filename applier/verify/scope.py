@@ -341,6 +341,8 @@ def finish(check: Check, scope: Scope) -> Check:
     kinds = ("missing", "extra", "different")
     read = {a: int(c.get("found", 0)) for a, c in by_article.items()}
     for a, rows in scope.rest_now.items():
+        if not rows:
+            continue  # an article with no row on either side is not listed (Check.by_article)
         counts = by_article.setdefault(a, {"expected": 0, "found": 0, **dict.fromkeys(kinds, 0)})
         counts["expected"] = counts.get("expected", 0) + rows
         counts["found"] = counts.get("found", 0) + rows
