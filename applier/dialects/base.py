@@ -474,10 +474,10 @@ class Dialect(SchemaStatements):
     def touched_article(self, article: Article) -> Article:
         """The article's keys table as an article of its own, in applier's schema: the key
         columns (their types, not null, no identity), keyed by all of them. Its name is the
-        article's with every character but a letter, digit or _ as _, and a hash of the full name,
-        so that any article's is a plain identifier of at most 63 bytes."""
+        article's with every character but a letter, digit or _ as _, and a hash of its schema and
+        table, so that any article's is a plain identifier of at most 63 bytes, and its own."""
         base = re.sub(r"[^A-Za-z0-9_]", "_", f"{article.schema}_{article.table}")[:40]
-        digest = hashlib.sha1(article.name.encode("utf-8")).hexdigest()[:10]
+        digest = hashlib.sha1(f"{article.schema}\0{article.table}".encode()).hexdigest()[:10]
         cols = tuple(dataclasses.replace(c, nullable=False, identity=False) for c in article.key_columns)
         return Article(self.PROGRESS_SCHEMA, f"keys_{base}_{digest}", cols, article.key)
 
