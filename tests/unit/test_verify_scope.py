@@ -288,3 +288,20 @@ def test_junit_fails_an_article_whose_rest_changed_even_with_no_row_named() -> N
     (case,) = [c for c in suite.findall("testcase") if c.get("name") == "dbo.a converges"]
     failure = case.find("failure")
     assert failure is not None and failure.get("message") == reason
+
+
+def test_the_mode_is_a_setting_of_the_file_the_command_line_and_the_plugin() -> None:
+    from applier.cli import parser
+    from applier.config import parse_config
+    from applier.errors import ConfigError
+    from applier.pytest_plugin import run_overrides
+
+    assert run_overrides({"verify": "full", "streams": 2}) == ({"verify": "full", "streams": 2}, {})
+    art = [{"name": "dbo.t", "columns": [{"name": "id", "type": "int", "key": True}]}]
+    assert parse_config({"articles": art}, "f").run.verify == "auto"
+    assert parse_config({"run": {"verify": "touched"}, "articles": art}, "f").run.verify == "touched"
+    with pytest.raises(
+        ConfigError, match=r"f: run.verify: unknown verify mode 'ful' \(auto, touched, full\)"
+    ):
+        parse_config({"run": {"verify": "ful"}, "articles": art}, "f")
+    assert parser().parse_args(["run", "--verify", "full"]).verify == "full"
