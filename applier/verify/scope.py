@@ -294,12 +294,17 @@ def scope_of(
     """How verify reads the subscriber: ``whole_why`` (from :func:`plan`) reads it all; else each
     article with a digest of its rest in the subscriber is read by its keys if that digest is
     taken again equal (the others whole, each with its reason)."""
+    import pyodbc
+
     if whole_why is not None:
         return Scope(mode, whole={a.name: whole_why for a in articles})
     conn = endpoint.connect()
     try:
         held = ProgressTable(endpoint.dialect).read_baselines(conn.cursor(), subscription)
         conn.commit()
+    except pyodbc.Error as e:  # no baselines table: a run an older applier loaded, resumed
+        log.info("%s: no baselines in the subscriber: %s", subscription, e)
+        held = {}
     finally:
         conn.close()
     whole: dict[str, str] = {}
@@ -384,10 +389,13 @@ def release(endpoint: Endpoint, subscription: str, articles: Sequence[Article], 
     session holds only its tables and applier's own)."""
     if not scope.keyed:
         return
-    conn = endpoint.connect()
     try:
-        ProgressTable(endpoint.dialect).clear_baselines(conn.cursor(), subscription)
-        conn.commit()
-    finally:
-        conn.close()
-    _drop_keys_tables(endpoint, articles)
+        conn = endpoint.connect()
+        try:
+            ProgressTable(endpoint.dialect).clear_baselines(conn.cursor(), subscription)
+            conn.commit()
+        finally:
+            conn.close()
+        _drop_keys_tables(endpoint, articles)
+    except Exception as e:  # noqa: BLE001 - the check is made: what is left behind is said, not fatal
+        log.warning("%s: could not drop verify's keys tables and baselines: %s", subscription, e)
