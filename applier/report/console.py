@@ -129,7 +129,7 @@ def print_summary(report: Mapping[str, Any], console: Console | None = None, sho
         t.add_row("phases", ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))
     t.add_row("rows expected / found", f"{report['rows_expected']} / {report['rows_found']}")
     if report.get("verify"):
-        t.add_row("verify", verify_line(report["verify"]))
+        t.add_row("read back", verify_line(report["verify"]))
     div = report["divergence"]
     t.add_row(
         "divergent rows",

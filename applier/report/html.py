@@ -344,7 +344,7 @@ def _summary(sub: Mapping[str, Any]) -> str:
         ("rows expected / found", f"{_num(sub.get('rows_expected'))} / {_num(sub.get('rows_found'))}")
     )
     if _map(sub.get("verify")):
-        rows.append(("verify", _e(verify_line(_map(sub.get("verify"))))))
+        rows.append(("read back", _e(verify_line(_map(sub.get("verify"))))))
     div = _map(sub.get("divergence"))
     n_div = sub.get("divergent_rows")
     rows.append(

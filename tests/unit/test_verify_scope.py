@@ -265,7 +265,7 @@ def test_the_console_the_html_and_junit_say_which_verify_ran() -> None:
     assert verify_line(KEYS) == line
     out = io.StringIO()
     print_summary(_report(KEYS), Console(file=out, width=300))
-    assert f"verify                  │ {line}" in out.getvalue()
+    assert f"read back               │ {line}" in out.getvalue()
     assert f"<td>{html.escape(line)}</td>" in render_run(_report(KEYS))
     suite = ET.fromstring(run_junit(_report(KEYS))).find("testsuite")
     assert suite is not None
