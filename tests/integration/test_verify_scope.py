@@ -485,3 +485,22 @@ def test_a_divergence_inside_the_keys_is_found_and_blamed_as_the_full_check_does
     elif hazard[0] == "key-chain":  # each skipped link leaves its row at the middle key
         assert keys["skipped"] > 0 and keys["divergent_rows"] == 2 * keys["skipped"]
         assert keys["skips"]["rows_lost"] == keys["divergent_rows"]
+
+
+def test_keys_that_cannot_be_taken_leave_a_verify_that_reads_every_row(spark, pg, small, monkeypatch) -> None:
+    """Reading by the keys only saves time: where the keys cannot be uploaded, the run goes on
+    and verify reads every row, saying why."""
+    from applier.verify import scope
+
+    def refuse(*_: Any) -> None:
+        raise RuntimeError("no room for the keys")
+
+    monkeypatch.setattr(scope, "_create_keys_tables", refuse)
+    name = "scope_no_keys"
+    _, report = run(
+        spark, _config(name, "touched"), pg.subscriber(name), changes=small.changes, snapshot=small.snapshot
+    )
+    assert report["verdict"] == "converged", report["divergent"][:2]
+    v = report["verify"]
+    assert v["mode"] == "whole" and v["rows_read"] == len(small.final)
+    assert v["articles"][ART]["why"] == "no digest of its rows outside the stream's keys in the subscriber"
