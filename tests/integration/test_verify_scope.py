@@ -167,7 +167,9 @@ def _spill(stream: Stream, tmp_path: Path, what: str) -> Path:
     return custom
 
 
-@pytest.mark.parametrize(("what", "mode"), [("changed", "auto"), ("went", "touched")])
+@pytest.mark.parametrize(
+    ("what", "mode"), [("changed", "auto"), pytest.param("went", "touched", marks=pytest.mark.e2e)]
+)
 def test_a_row_changed_outside_the_stream_s_keys_diverges_and_is_named(
     spark, pg, stream, small, tmp_path, what, mode
 ) -> None:
@@ -293,6 +295,7 @@ def test_a_run_stopped_after_its_load_resumes_and_verifies_by_its_keys(spark, pg
     assert report["rows_found"] == len(small.final)
 
 
+@pytest.mark.e2e  # longer: make test-e2e (the Babelfish cases: make test-tsql)
 def test_a_change_behind_applier_s_back_while_it_was_down_is_seen(spark, pg, small, monkeypatch) -> None:
     name = "scope_resume_spill"
     target = pg.subscriber(name)
@@ -404,6 +407,7 @@ SPILL_PG = SPILL.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION").format
 )
 
 
+@pytest.mark.e2e  # longer: make test-e2e (the Babelfish cases: make test-tsql)
 @pytest.mark.parametrize("spill", [False, True], ids=["converges", "spills"])
 def test_read_by_its_keys_on_every_engine(spark, any_target, small, tmp_path, spill) -> None:
     """Mode touched on each engine (T-SQL's digest is HASHBYTES over the row's text): the rows
@@ -456,6 +460,7 @@ HAZARDS = [
 ]
 
 
+@pytest.mark.e2e  # longer: make test-e2e (the Babelfish cases: make test-tsql)
 @pytest.mark.parametrize("hazard", HAZARDS, ids=[h[0] for h in HAZARDS])
 def test_a_divergence_inside_the_keys_is_found_and_blamed_as_the_full_check_does(
     spark, any_target, hazard
@@ -487,6 +492,7 @@ def test_a_divergence_inside_the_keys_is_found_and_blamed_as_the_full_check_does
         assert keys["skips"]["rows_lost"] == keys["divergent_rows"]
 
 
+@pytest.mark.e2e  # longer: make test-e2e (the Babelfish cases: make test-tsql)
 def test_keys_that_cannot_be_taken_leave_a_verify_that_reads_every_row(spark, pg, small, monkeypatch) -> None:
     """Reading by the keys only saves time: where the keys cannot be uploaded, the run goes on
     and verify reads every row, saying why."""
