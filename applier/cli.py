@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from applier.articles import PROC_TEMPLATES
-from applier.config import WORKLOADS, Config, demo_config, load_config, with_overrides
+from applier.config import VERIFY_MODES, WORKLOADS, Config, demo_config, load_config, with_overrides
 from applier.errors import ApplierError, ConfigError, Stopped, TargetError, stop_of
 from applier.sources.formats import FORMATS, Options
 
@@ -48,6 +48,7 @@ _RUN_FLAGS = (
     "schedule_strategy",
     "pct_depth",
     "schedule_file",
+    "verify",
 )
 
 
@@ -131,6 +132,12 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     g.add_argument("--error-policy", help="strict | skip:<codes> | continue-on-data-consistency-errors")
     g.add_argument("--retry-attempts", type=int, help="tries of a transient error on the single connection")
     g.add_argument("--subscription", help="the subscription's name in the progress table (default applier)")
+    g.add_argument(
+        "--verify",
+        choices=list(VERIFY_MODES),
+        help="how the subscriber is read back: auto (default: the keys the stream touched and a digest of "
+        "the rest, where that reads less), touched, or full (every row)",
+    )
     g = p.add_argument_group("schedule (how the streams interleave)")
     g.add_argument(
         "--schedule",

@@ -86,6 +86,10 @@ class Check:
     # article -> {expected, found, missing, extra, different}: the rows of every article
     # either side holds (an article with no row on either side is not listed)
     by_article: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    # Which verify ran (applier.verify.scope): mode keys | whole | mixed, the mode asked for, the
+    # rows read back, and per article how it was read (by the stream's keys, with the rows outside
+    # them checked by a digest, or whole and why); {} where nothing was read.
+    verify: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def divergent_rows(self) -> int:
@@ -106,6 +110,7 @@ class Check:
             "divergent": [d.to_json() for d in self.divergent],
             "skips": dict(self.skips),
             "by_article": {k: dict(v) for k, v in self.by_article.items()},
+            "verify": dict(self.verify),
         }
 
 

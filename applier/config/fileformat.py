@@ -35,6 +35,7 @@ from applier.config.model import (
     SCHEDULE_STRATEGIES,
     SCHEDULES,
     SLOT_WAIT_SECONDS,
+    VERIFY_MODES,
     WORKLOADS,
     RunSettings,
     SparkSettings,
@@ -52,6 +53,7 @@ _CHOICES: dict[str, tuple[Sequence[str], str]] = {
     "schedule_strategy": (SCHEDULE_STRATEGIES, "schedule strategy"),
     "kind": (WORKLOADS, "workload"),
     "proc_template": (PROC_TEMPLATES, "procedure template"),
+    "verify": (VERIFY_MODES, "verify mode"),
 }
 
 
@@ -95,7 +97,14 @@ class _Table(BaseModel):
         return v
 
     @field_validator(
-        "partition", "model", "kind", "schedule", "schedule_strategy", "proc_template", check_fields=False
+        "partition",
+        "model",
+        "kind",
+        "schedule",
+        "schedule_strategy",
+        "proc_template",
+        "verify",
+        check_fields=False,
     )
     @classmethod
     def _choice(cls, v: str, info: ValidationInfo) -> str:
@@ -159,6 +168,11 @@ class RunSection(_Table):
         default=_RUN.proc_template,
         description="procedure text: 2016 (as SQL Server 2016+ generates it) or legacy (the documented older form)",
         json_schema_extra=_enum(PROC_TEMPLATES),
+    )
+    verify: str = Field(
+        default=_RUN.verify,
+        description="auto (the stream's keys and a digest of the rest where that reads less), touched, or full (every row)",
+        json_schema_extra=_enum(VERIFY_MODES),
     )
 
     @field_validator("error_policy")

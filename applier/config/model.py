@@ -32,6 +32,10 @@ PARTITIONS = ("key-hash", "single", "round-robin", "writeset")
 MODELS = ("agent", "independent")
 SCHEDULES = ("free", "controlled")
 SCHEDULE_STRATEGIES = ("pct", "random", "recorded")
+# How verify reads the subscriber back (applier.verify.scope): "auto" reads only the keys the
+# stream touched, plus a digest of the rest of each article, where that costs less than
+# reading it all; "touched" does so for every article it can; "full" reads every row.
+VERIFY_MODES = ("auto", "touched", "full")
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,8 @@ class RunSettings:
     # older layout). Every article takes them (Config); a subscription may name its own schema.
     proc_schema: str | None = None
     proc_template: str = "2016"
+    # VERIFY_MODES: every row read back ("full"), or only the stream's keys and a digest of the rest
+    verify: str = "auto"
 
 
 SLOT_WAIT_SECONDS = 30.0  # how long a cluster's executors may take to register (spark.slot_wait)

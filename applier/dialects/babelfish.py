@@ -133,6 +133,16 @@ class BabelfishDialect(TsqlDialect):
             return _utc_naive
         return super().param_converter(t)
 
+    # CONCAT writes float and real with the shortest text that reads back as the same value, and
+    # money and the date and time types with every digit (PostgreSQL's output functions); style 3
+    # took 4 s for 140,000 floats where CONCAT's own took 0.2 s. Binary values as SQL Server's.
+    ROW_TEXT_SQL: ClassVar[dict[str, str]] = {
+        **{k: v for k, v in TsqlDialect.ROW_TEXT_SQL.items() if "HASHBYTES" in v},
+        "text": "CAST({} AS varchar(max))",
+        "ntext": "CAST({} AS nvarchar(max))",
+        "xml": "CAST({} AS nvarchar(max))",
+    }
+
     def classify(self, exc: BaseException) -> Classified:
         """As SQL Server's, with PostgreSQL's lock timeout (33557097 and its text) read as 1222."""
         c = super().classify(exc)

@@ -478,37 +478,98 @@ class Dialect(SchemaStatements):
         the column itself, unless the driver's value for it would not be the value held."""
         return self.quote(column.name)
 
-    def select_rows_sql(self, article: Article, slices: int = 1) -> str:
+    def select_rows_sql(self, article: Article, slices: int = 1, touched: bool = False) -> str:
         """Every row of the article; with slices > 1, the rows of one slice of a hash of the
-        key, the slice number bound as the one parameter (slices read in parallel)."""
+        key, the slice number bound as the one parameter (slices read in parallel); ``touched``:
+        only the rows whose key the stream touches (its keys table, :meth:`touched_table`)."""
         cols = ", ".join(self.read_column_sql(c) for c in article.replicated)
-        sql = f"SELECT {cols} FROM {self.table(article)}"
+        # the keys table's EXISTS names the row as t (its columns stay unqualified here)
+        sql = f"SELECT {cols} FROM {self.table(article)}" + (" AS t" if touched else "")
+        conds = [self.touched_exists_sql(article)] if touched else []
         if slices > 1:
-            sql += f" WHERE {self.key_hash_sql(article)} % {int(slices)} = ?"
-        return sql
+            conds.append(f"{self.key_hash_sql(article)} % {int(slices)} = ?")
+        return sql + (" WHERE " + " AND ".join(conds) if conds else "")
 
     def key_hash_sql(self, article: Article) -> str:
         """A non-negative integer hash of the key columns (for slicing reads)."""
         raise NotImplementedError
 
-    def key_bounds_sql(self, article: Article) -> str:
+    def key_bounds_sql(self, article: Article, touched: bool = False) -> str:
         """MIN and MAX of the article's first key column and its row count: how a read of the
-        subscriber is split into ranges (applier.verify.target). Only an integer column is split
-        by its range; any other gives NULL bounds (not every type has MIN and MAX: PostgreSQL's
-        uuid and boolean, SQL Server's bit)."""
+        subscriber is split into ranges (applier.verify.target); ``touched``: of the keys the
+        stream touches (its keys table). Only an integer column is split by its range; any other
+        gives NULL bounds (not every type has MIN and MAX: PostgreSQL's uuid and boolean, SQL
+        Server's bit)."""
         col = article.key_columns[0]
+        table = self.touched_table(article) if touched else self.table(article)
         if col.type.kind != "int":
-            return f"SELECT NULL, NULL, COUNT(*) FROM {self.table(article)}"
+            return f"SELECT NULL, NULL, COUNT(*) FROM {table}"
         k = self.quote(col.name)
-        return f"SELECT MIN({k}), MAX({k}), COUNT(*) FROM {self.table(article)}"
+        return f"SELECT MIN({k}), MAX({k}), COUNT(*) FROM {table}"
 
-    def select_range_sql(self, article: Article, lower: bool, upper: bool) -> str:
+    def select_range_sql(self, article: Article, lower: bool, upper: bool, touched: bool = False) -> str:
         """Every row of the article whose first key column is in [lower, upper): each bound
         present is a parameter (lower first); one range of a range-split read."""
         col = article.key_columns[0]
         k = self.quote(col.name)
         conds = [f"{k} {op} {self.param_marker(col.type)}" for op, on in ((">=", lower), ("<", upper)) if on]
-        return self.select_rows_sql(article) + (" WHERE " + " AND ".join(conds) if conds else "")
+        sql = self.select_rows_sql(article, touched=touched)
+        return sql + ((" AND " if touched else " WHERE ") + " AND ".join(conds) if conds else "")
+
+    # -- verify in proportion to the change (applier.verify.scope) -------------------
+    def touched_article(self, article: Article) -> Article:
+        """The article's keys table as an article of its own, in applier's schema: the key
+        columns (their types, not null, no identity), keyed by all of them. Its name is the
+        article's with every character but a letter, digit or _ as _, and a hash of its schema and
+        table, so that any article's is a plain identifier of at most 63 bytes, and its own."""
+        base = re.sub(r"[^A-Za-z0-9_]", "_", f"{article.schema}_{article.table}")[:40]
+        digest = hashlib.sha1(f"{article.schema}\0{article.table}".encode()).hexdigest()[:10]
+        cols = tuple(dataclasses.replace(c, nullable=False, identity=False) for c in article.key_columns)
+        return Article(self.PROGRESS_SCHEMA, f"keys_{base}_{digest}", cols, article.key)
+
+    def touched_table(self, article: Article) -> str:
+        return self.table(self.touched_article(article))
+
+    def touched_ddl(self, article: Article) -> list[str]:
+        """Create the article's keys table anew (dropped first where an earlier run left one)."""
+        keys = self.touched_article(article)
+        return [*self.drop_table_sql(keys), self.create_table_sql(keys)]
+
+    def touched_insert_sql(self, article: Article) -> str:
+        """One statement inserting many keys into the article's keys table, bound as one JSON
+        text: an array of objects of the key columns, values encoded as images are."""
+        sql = self.bulk_insert_sql(self.touched_article(article))
+        if sql is None:
+            raise self.unsupported("a bulk insert of JSON rows (the stream's keys for verify)")
+        return sql
+
+    def touched_drop_sql(self, article: Article) -> list[str]:
+        return self.drop_table_sql(self.touched_article(article))
+
+    def analyze_sql(self, table: str) -> str | None:
+        """A statement giving the planner the statistics of a table just filled (None: the server
+        gathers them itself)."""
+        return None
+
+    def touched_exists_sql(self, article: Article) -> str:
+        """Whether the stream touches row ``t`` of the article (an EXISTS over its keys table)."""
+        cols = [self.quote(c.name) for c in article.key_columns]
+        return self.render("touched_exists.sql.j2", keys=self.touched_table(article), cols=cols).strip()
+
+    def row_hash_sql(self, article: Article, alias: str) -> str:
+        """A hash of the whole row ``alias`` of the article, as a number its sum keeps exact:
+        equal rows give equal hashes, whatever the session's settings."""
+        raise NotImplementedError
+
+    def rest_digest_sql(self, article: Article) -> str:
+        """One row: the count of the article's rows outside the stream's keys, and the sum of
+        their :meth:`row_hash_sql` (0 for none)."""
+        return self.render(
+            "rest_digest.sql.j2",
+            table=self.table(article),
+            row_hash=self.row_hash_sql(article, "t"),
+            touched=self.touched_exists_sql(article),
+        ).strip()
 
     def insert_sql(self, article: Article) -> str:
         cols = ", ".join(self.quote(c) for c in article.column_names)

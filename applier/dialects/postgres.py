@@ -177,6 +177,14 @@ class PostgresDialect(Dialect):
     def set_call_sql(self, article: Article, op: str) -> str:
         return f"CALL {self.qualified(*self.set_proc_name(article, op))}(CAST(? AS json))"
 
+    def row_hash_sql(self, article: Article, alias: str) -> str:
+        return self.render("row_hash.sql.j2", alias=alias).strip()
+
+    def analyze_sql(self, table: str) -> str | None:
+        # a table created and filled in this run has no statistics yet: without them the
+        # planner guesses its size, and may scan the article's table once per key
+        return f"ANALYZE {table}"
+
     def classify(self, exc: BaseException) -> Classified:
         args: tuple[object, ...] = tuple(getattr(exc, "args", ()))
         state = str(args[0]) if args else ""

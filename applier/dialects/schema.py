@@ -50,7 +50,7 @@ class SchemaStatements:
 
     # -- the progress table (applier.targets.progress) ----------------------------------
     PROGRESS_SCHEMA: ClassVar[str] = "applier"
-    OWN_TABLES: ClassVar[tuple[str, ...]] = ("progress", "runs")  # in PROGRESS_SCHEMA
+    OWN_TABLES: ClassVar[tuple[str, ...]] = ("progress", "runs", "baselines")  # in PROGRESS_SCHEMA
 
     def progress_table(self) -> str:
         return self.qualified(self.PROGRESS_SCHEMA, self.OWN_TABLES[0])
@@ -61,14 +61,31 @@ class SchemaStatements:
     def run_table(self) -> str:
         return self.qualified(self.PROGRESS_SCHEMA, self.OWN_TABLES[1])
 
+    def baseline_table(self) -> str:
+        return self.qualified(self.PROGRESS_SCHEMA, self.OWN_TABLES[2])
+
     def progress_ddl(self) -> list[str]:
-        """Create the progress and runs tables (and the objects generated statements rely on)."""
+        """Create the progress, runs and baselines tables (and the objects generated statements
+        rely on)."""
         return [
             self.create_schema_sql(self.PROGRESS_SCHEMA),
             self._progress("progress_create.sql.j2"),
             self.render("run_create.sql.j2", table=self.run_table()).strip(),
+            self.render("baseline_create.sql.j2", table=self.baseline_table()).strip(),
             *self.support_sql(),
         ]
+
+    def baseline_insert_sql(self) -> str:
+        """Parameters: subscription, article, touched_keys, rest_rows, rest_digest."""
+        return self.render("baseline_insert.sql.j2", table=self.baseline_table()).strip()
+
+    def baseline_select_sql(self) -> str:
+        """Parameter: subscription. Rows: article, touched_keys, rest_rows, rest_digest."""
+        return self.render("baseline_select.sql.j2", table=self.baseline_table()).strip()
+
+    def baseline_clear_sql(self) -> str:
+        """Parameter: subscription."""
+        return self.render("progress_clear.sql.j2", table=self.baseline_table()).strip()
 
     def run_upsert_sql(self) -> str:
         """Parameters: subscription, fingerprint, settings, phase, snapshot_rows."""

@@ -370,6 +370,45 @@ class TsqlDialect(Dialect):
         marks = ",".join("?" for _ in self.proc_params(article, op))
         return f"EXEC {self.proc_ref(article, op)} {marks}"
 
+    # -- verify in proportion to the change (applier.verify.scope) -------------------------
+    # How a row's hash (row_hash.sql.j2) writes a column as text, by type ({}: the column): a
+    # type not listed goes as CONCAT converts it, which keeps every digit of an integer, decimal
+    # and bit, and every character of a string and a uniqueidentifier. CONCAT converts float and
+    # real with 6 digits, money with 2 decimals and datetime to the minute (style 0, "CAST and
+    # CONVERT (Transact-SQL)"): style 3 ("always 17 digits. Use for lossless conversion"; 9 for
+    # real, SQL Server 2016+), 121 (ODBC canonical, every fractional digit) and decimal instead.
+    # A binary value has no text: its own SHA2_256 stands in for it, as a bigint.
+    ROW_TEXT_SQL: ClassVar[dict[str, str]] = {
+        "float": "CONVERT(nvarchar(30), {}, 3)",
+        "real": "CONVERT(nvarchar(30), {}, 3)",
+        "money": "CAST({} AS decimal(19,4))",
+        "smallmoney": "CAST({} AS decimal(10,4))",
+        **{t: "CONVERT(nvarchar(40), {}, 121)" for t in ("date", "time", "datetime", "datetime2")},
+        **{t: "CONVERT(nvarchar(40), {}, 121)" for t in ("smalldatetime", "datetimeoffset")},
+        "text": "CAST({} AS varchar(max))",
+        "ntext": "CAST({} AS nvarchar(max))",
+        "xml": "CAST({} AS nvarchar(max))",
+        "hierarchyid": "CAST({} AS nvarchar(4000))",
+        **{
+            t: "CAST(CAST(HASHBYTES('SHA2_256', CAST({} AS varbinary(max))) AS binary(8)) AS bigint)"
+            for t in ("binary", "varbinary", "image", "timestamp", "rowversion")
+        },
+    }
+    _CONCAT_ARGS = 250  # CONCAT takes 2 to 254 arguments
+
+    def row_hash_sql(self, article: Article, alias: str) -> str:
+        args: list[str] = []
+        for c in article.replicated:
+            col = f"{alias}.{self.quote(c.name)}"
+            if c.type.kind == "str" and c.type.base != "hierarchyid":
+                # its length first: a | inside a string cannot make two rows one text; a NULL
+                # has none (CONCAT writes NULL as ''), an empty string 0
+                args += [f"DATALENGTH({col})", "N':'"]
+            args += [self.ROW_TEXT_SQL.get(c.type.base, "{}").format(col), "N'|'"]
+        n = self._CONCAT_ARGS
+        groups = [args[i : i + n] for i in range(0, len(args), n)]  # pieces come in pairs: >= 2 each
+        return self.render("row_hash.sql.j2", groups=groups).strip()
+
     # -- errors ----------------------------------------------------------------------
     def classify(self, exc: BaseException) -> Classified:
         """pyodbc errors carry (sqlstate, message); the native number ends the message."""

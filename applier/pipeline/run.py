@@ -50,9 +50,11 @@ from applier.targets.progress import (
     INSTALLED,
     LOADED,
     STARTED,
+    Baseline,
     ProgressTable,
     RunRecord,
 )
+from applier.verify import scope
 from applier.verify.diff import verify
 from applier.verify.oracle import digest_diff, latest_rows, oracle, replicated
 from applier.verify.target import failure_reason, read_target
@@ -67,6 +69,7 @@ EXPLAINED_SHARE = 0.5
 # is a correctness test, where `applier streams --explain` says the same on demand
 EXPLAINED_RESETS = 3
 RESET_ROUNDS = 10_000  # reset rounds the explanation checks one by one at most
+KEYS_NO = "the stream changes the schema or carries statements or procedures: rows no key names change"
 STOPPED = "the run stopped: transient errors on the single connection outlasted the retry policy ({})"
 
 log = logging.getLogger("applier.pipeline")
@@ -264,6 +267,18 @@ def _subscription(
             if whole
             else filter_rows(cs.snapshot.withColumn("schema_version", F.lit(1)), schemas, sub, final=False)
         )
+        # verify in proportion to the change: the stream's keys, and a digest of the rest taken
+        # after the load (applier.verify.scope), where that reads less than the whole subscriber
+        commands = _commands(config, cs, ident)
+        keys_why = None if not events and cs.schemas is None else KEYS_NO
+
+        def baselines(rows: int) -> list[Baseline]:  # the snapshot's rows are known once loaded
+            if scope.plan(rs.verify, keys_why, rows, commands) is not None:
+                return []
+            return scope.take_baselines(
+                spark, endpoint, first, replicated(cs.changes, first), rs.verify, commands
+            )
+
         loaded = _prepare(
             endpoint,
             sub,
@@ -277,6 +292,7 @@ def _subscription(
             say,
             label=not whole,
             snapshot_rows=cs.snapshot_rows,
+            baselines=baselines,
         )
     phases["prepare"] = read_seconds + time.perf_counter() - t
 
@@ -321,8 +337,12 @@ def _subscription(
         final = sub_articles(schemas, sub, {n: len(v) for n, v in schemas.versions.items()})
         failpoints.reach("verify.start")
         try:
+            whole_why = scope.plan(rs.verify, keys_why, loaded or 0, commands)
+            sc = scope.scope_of(endpoint, sub.name, final, rs.verify, whole_why)
             with without_aqe(spark, rows=applied.commands + (loaded or 0)):
-                check = _verify(spark, cs, schemas, sub, endpoint, final, whole, routed, applied, ev)
+                check = _verify(spark, cs, schemas, sub, endpoint, final, whole, routed, applied, ev, sc)
+            check = scope.finish(check, sc)
+            scope.release(endpoint, sub.name, final, sc)
         except ApplierError:
             raise
         except Exception as e:  # noqa: BLE001 - a checker that crashes says unknown, never passes
@@ -419,9 +439,26 @@ def _size_hint(config: Config, cs: ChangeSet, ident: RunIdentity, routing: Mappi
         return int(cs.changes.count())
 
 
-def _record(endpoint: Endpoint, name: str, ident: RunIdentity, phase: str, rows: int | None) -> None:
+def _commands(config: Config, cs: ChangeSet, ident: RunIdentity) -> int | None:
+    """The commands of the stream where they are known without a job (None: not known)."""
+    if cs.stats is not None:
+        return cs.stats.commands
+    if cs.rows is not None:
+        return cs.rows
+    return config.workload.commands if "generated" in ident.settings["source"] else None
+
+
+def _record(
+    endpoint: Endpoint,
+    name: str,
+    ident: RunIdentity,
+    phase: str,
+    rows: int | None,
+    baselines: Sequence[Baseline] = (),
+) -> None:
     """The phase this subscription's run reached, recorded in the subscriber (its tables
-    created first when it has none)."""
+    created first when it has none); the load's phase with verify's baselines (replacing any
+    earlier run's), in one transaction."""
     conn = endpoint.connect()
     try:
         table = ProgressTable(endpoint.dialect)
@@ -429,6 +466,8 @@ def _record(endpoint: Endpoint, name: str, ident: RunIdentity, phase: str, rows:
         if phase == STARTED:
             for stmt in table.ddl():
                 cur.execute(stmt)
+        if phase == LOADED:
+            table.write_baselines(cur, name, baselines)
         table.write_run(cur, name, ident.fingerprint, ident.settings, phase, rows)
         conn.commit()
     finally:
@@ -480,10 +519,13 @@ def _prepare(
     say: Say,
     label: bool,
     snapshot_rows: int | None = None,
+    baselines: Callable[[int], Sequence[Baseline]] = lambda _: (),
 ) -> int:
     """Tables, procedures, snapshot and constraints, each phase recorded in the subscriber;
     returns the snapshot's row count. A resume (``held``: the run it continues) continues
-    from there: a run stopped before its snapshot was wholly loaded installs and loads again."""
+    from there: a run stopped before its snapshot was wholly loaded installs and loads again.
+    ``baselines``: what verify compares the rest of the subscriber with, given the rows loaded
+    (recorded with the load's phase)."""
     who = f"{sub.name}: " if label else ""
     if held is not None and held.phase in (LOADED, APPLYING, APPLIED):
         say(f"{who}resuming from the progress table ({held.phase})")
@@ -498,7 +540,7 @@ def _prepare(
     failpoints.reach("load.constraints")
     if full_copy:
         add_constraints(endpoint, articles)
-    _record(endpoint, sub.name, ident, LOADED, loaded)
+    _record(endpoint, sub.name, ident, LOADED, loaded, baselines(loaded))
     failpoints.reach("load.done")
     return loaded
 
@@ -556,11 +598,14 @@ def _verify(
     routed: DataFrame,
     applied: Applied,
     events: DataFrame,
+    sc: scope.Scope,
 ) -> Check:
     """The subscriber against the oracle. A full copy of one schema version compares digests
     first (the images are read only to explain a divergence); a filtered subscription compares
-    the oracle filtered by its where clauses, cut to its columns, at the last versions."""
-    found = read_target(spark, endpoint, final)
+    the oracle filtered by its where clauses, cut to its columns, at the last versions. An
+    article read by the stream's keys (``sc``) is compared on them alone."""
+    found = read_target(spark, endpoint, final, touched=sc.touched)
+    snapshot = sc.cut_snapshot(cs.snapshot)
     skipped = sum(
         n for (kind, o, _), n in applied.digest.tallies.items() if (kind, o) == ("command", "skipped")
     )
@@ -569,12 +614,12 @@ def _verify(
         # (cached, its count checked); anything else from the stream as read.
         source = applied.planned if applied.planned is not None and cs.stats is not None else cs.changes
         commands_in = replicated(source, final)
-        digests = digest_diff(commands_in, cs.snapshot, found)
+        digests = digest_diff(commands_in, snapshot, found)
         blame = applied.planned if applied.planned is not None else cs.changes
         # the images' oracle is made only to explain a divergence
         return verify(
-            lambda: oracle(commands_in, cs.snapshot), found, blame, events, digests=digests, skipped=skipped
+            lambda: oracle(commands_in, snapshot), found, blame, events, digests=digests, skipped=skipped
         )
     commands_in = replicated(cs.changes, final)
-    expected = filter_rows(latest_rows(commands_in, cs.snapshot), schemas, sub)
+    expected = filter_rows(latest_rows(commands_in, snapshot), schemas, sub)
     return verify(expected, found, routed.where(F.col("op").isin("I", "U", "D")), events, skipped=skipped)

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from applier.report.json import reset_line, subscription_report
+from applier.report.json import reset_line, subscription_report, verify_line
 from applier.results import RunResult
 
 _STYLE = {"converged": "bold green", "diverged": "bold red", "unknown": "bold yellow"}
@@ -133,6 +133,8 @@ def print_summary(report: Mapping[str, Any], console: Console | None = None, sho
     if phases:
         t.add_row("phases", ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))
     t.add_row("rows expected / found", f"{report['rows_expected']} / {report['rows_found']}")
+    if report.get("verify"):
+        t.add_row("read back", verify_line(report["verify"]))
     div = report["divergence"]
     t.add_row(
         "divergent rows",

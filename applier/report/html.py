@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from applier.report.json import verify_line
+
 VERDICT_COLOURS = {"converged": "#1a7f37", "diverged": "#cf222e", "unknown": "#9a6700", "n/a": "#6e7781"}
 OUTCOME_COLOURS = {
     "committed": "#2da44e",
@@ -344,6 +346,8 @@ def _summary(sub: Mapping[str, Any]) -> str:
     rows.append(
         ("rows expected / found", f"{_num(sub.get('rows_expected'))} / {_num(sub.get('rows_found'))}")
     )
+    if _map(sub.get("verify")):
+        rows.append(("read back", _e(verify_line(_map(sub.get("verify"))))))
     div = _map(sub.get("divergence"))
     n_div = sub.get("divergent_rows")
     rows.append(

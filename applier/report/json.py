@@ -90,6 +90,7 @@ def subscription_report(sub: SubscriptionResult, settings: Mapping[str, Any]) ->
         "settings": dict(settings),
         "exit_code": sub.exit_code,
         "by_article": {k: dict(v) for k, v in c.by_article.items()},
+        "verify": dict(c.verify),
         "timeline": {k: v for k, v in s.timeline.items() if k != "throughput"},
         "throughput_series": s.timeline.get("throughput"),
     }
@@ -149,3 +150,27 @@ def reset_line(entry: Mapping[str, Any]) -> str:
         entry.get("classes") or ()
     )
     return f"{entry['message']} (round {entry['round']}: {who})"
+
+
+def verify_line(v: Mapping[str, Any] | None) -> str:
+    """Which verify ran, on one line (the console's and the HTML's summary, a JUnit property):
+    its mode, the rows read back, the articles read by the stream's keys (the rows outside them
+    checked by a digest) and the ones read whole, with why."""
+    if not v:
+        return "-"
+    arts: Mapping[str, Mapping[str, Any]] = v.get("articles") or {}
+    keyed = {a: x for a, x in arts.items() if x.get("read") == "keys"}
+    whole = {a: x for a, x in arts.items() if x.get("read") != "keys"}
+    parts = []
+    if keyed:
+        keys = sum(int(x.get("touched_keys") or 0) for x in keyed.values())
+        rest = sum(int(x.get("rest_rows") or 0) for x in keyed.values())
+        what = "every article" if not whole else ", ".join(sorted(keyed))
+        parts.append(
+            f"{what} by the stream's {keys:,} keys, the {rest:,} rows outside them unchanged (digest)"
+        )
+    if whole:
+        what = "every article" if not keyed else ", ".join(sorted(whole))
+        whys = sorted({str(x["why"]) for x in whole.values() if x.get("why")})
+        parts.append(f"{what} whole" + (f" ({'; '.join(whys)})" if whys else ""))
+    return f"{v.get('mode')}: {int(v.get('rows_read') or 0):,} rows read; " + "; ".join(parts)

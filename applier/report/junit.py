@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from applier.report.json import reset_line
+from applier.report.json import reset_line, verify_line
 
 _KINDS = ("missing", "extra", "different")
 _SHOWN_KEYS = 20  # divergent keys listed in one failure's text
@@ -194,6 +194,7 @@ def run_junit(report: Mapping[str, Any]) -> str:
                 ("resets_why", (sub.get("parallelism") or {}).get("reason")),
                 *[(f"conflicts.{k}", v) for k, v in (sub.get("conflicts") or {}).items() if v],
                 ("throughput_cmds_per_s", sub.get("throughput_cmds_per_s")),
+                ("verify", verify_line(sub.get("verify")) if sub.get("verify") else None),
                 *_versions(report),
             ],
         )
@@ -215,6 +216,12 @@ def run_junit(report: Mapping[str, Any]) -> str:
             if undecided:
                 why = str(sub.get("reason") or "the check could not decide")
                 ET.SubElement(case, "error", message=f"not checked: {why}"[:500], type="unknown").text = why
+                continue
+            # read whole because rows outside the stream's keys changed (applier.verify.scope)
+            rest = ((sub.get("verify") or {}).get("articles") or {}).get(article) or {}
+            if rest.get("rest") == "changed" and not any(counts.get(k, 0) for k in _KINDS):
+                why = str(sub.get("reason") or "rows outside the stream's keys changed")
+                ET.SubElement(case, "failure", message=why[:1000], type="diverged").text = why
                 continue
             if not any(counts.get(k, 0) for k in _KINDS):
                 continue

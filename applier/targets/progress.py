@@ -1,6 +1,8 @@
 """The progress table in the subscriber: ``applier.progress(subscription, stream, last_lsn, last_round)``,
 and beside it the run each subscription holds: ``applier.runs(subscription, fingerprint,
-settings, phase, snapshot_rows)``.
+settings, phase, snapshot_rows)``, and what verify compares the rows outside the stream's keys
+with: ``applier.baselines(subscription, article, touched_keys, rest_rows, rest_digest)``
+(``applier.verify.scope``).
 
 Every commit of a stream also writes its progress row, inside the same transaction, the way
 the Distribution Agent keeps its subscription watermark: a rerun after a crash starts from
@@ -15,7 +17,9 @@ place that runs them.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from applier.dialects.base import Dialect
@@ -34,6 +38,18 @@ class RunRecord:
     settings: dict[str, Any]
     phase: str
     snapshot_rows: int | None
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """An article's rows outside the stream's keys, as the subscriber held them after the snapshot
+    load: how many, and the digest it took of them (None: the article is read whole, its touched
+    keys being too many of its rows)."""
+
+    article: str
+    touched_keys: int
+    rest_rows: int
+    rest_digest: Decimal | None
 
 
 class ProgressTable:
@@ -87,3 +103,22 @@ class ProgressTable:
         """Record the run and the phase it reached (commit with the work of that phase)."""
         text = json.dumps(settings, sort_keys=True, default=str)
         cur.execute(self.dialect.run_upsert_sql(), subscription, fingerprint, text, phase, snapshot_rows)
+
+    def write_baselines(self, cur: Any, subscription: str, baselines: Sequence[Baseline]) -> None:
+        """Replace the subscription's baselines (commit with the load's phase)."""
+        self.clear_baselines(cur, subscription)
+        sql = self.dialect.baseline_insert_sql()
+        for b in baselines:
+            cur.execute(sql, subscription, b.article, b.touched_keys, b.rest_rows, b.rest_digest)
+
+    def read_baselines(self, cur: Any, subscription: str) -> dict[str, Baseline]:
+        """article -> its baseline, for the subscription."""
+        cur.execute(self.dialect.baseline_select_sql(), subscription)
+        out = {}
+        for article, keys, rows, digest in cur.fetchall():
+            d = None if digest is None else Decimal(digest)
+            out[str(article)] = Baseline(str(article), int(keys), int(rows), d)
+        return out
+
+    def clear_baselines(self, cur: Any, subscription: str) -> None:
+        cur.execute(self.dialect.baseline_clear_sql(), subscription)

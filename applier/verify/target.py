@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,15 +149,18 @@ def plan_parts(
     return out
 
 
-def key_bounds(target: Endpoint, articles: Sequence[Article]) -> dict[str, Bounds]:
-    """:class:`Bounds` of every article, read on the driver (three numbers each)."""
+def key_bounds(
+    target: Endpoint, articles: Sequence[Article], touched: Collection[str] = ()
+) -> dict[str, Bounds]:
+    """:class:`Bounds` of every article, read on the driver (three numbers each); of an article
+    in ``touched``, the bounds of the keys the stream touches (its keys table)."""
     dialect = target.dialect
     conn = target.connect()
     try:
         cur = conn.cursor()
         out = {}
         for a in articles:
-            lo, hi, rows = cur.execute(dialect.key_bounds_sql(a)).fetchone()
+            lo, hi, rows = cur.execute(dialect.key_bounds_sql(a, a.name in touched)).fetchone()
             out[a.name] = Bounds(lo, hi, int(rows or 0))
         conn.commit()
         return out
@@ -172,14 +175,18 @@ def read_target(
     tasks: int | None = None,
     max_rows: int = MAX_ROWS_PER_TASK,
     min_rows: int = MIN_ROWS_PER_TASK,
+    touched: Collection[str] = (),
 ) -> DataFrame:
     """(article, key, image) of every row the subscriber holds, images canonical, read by
     the parts of :func:`plan_parts` (``tasks``: Spark's default parallelism unless given),
-    parts of small articles together in one task (a task per ``min_rows`` rows at most)."""
+    parts of small articles together in one task (a task per ``min_rows`` rows at most). Of an
+    article in ``touched``, only the rows whose key the stream touches (a join with its keys
+    table, ``applier.verify.scope``), cut by the bounds of those keys."""
     by_name = {a.name: a for a in articles}
+    keyed = frozenset(touched)
     if tasks is None:
         tasks = spark.sparkContext.defaultParallelism
-    bounds = key_bounds(target, articles) if articles else {}
+    bounds = key_bounds(target, articles, keyed) if articles else {}
     parts = plan_parts(articles, bounds, tasks, max_rows, min_rows) if articles else []
     total = sum(b.rows for b in bounds.values())
     if any(p.lo is not None or p.hi is not None or p.slices > 1 for p in parts):
@@ -202,12 +209,14 @@ def read_target(
                         ((i, c.name, encoder(c)) for i, c in enumerate(a.replicated)), key=lambda x: x[1]
                     )
                     cur = conn.cursor()
+                    by_keys = name in keyed
                     try:
                         if slices > 1:
-                            cur.execute(dialect.select_rows_sql(a, slices), part)
+                            cur.execute(dialect.select_rows_sql(a, slices, by_keys), part)
                         else:
                             params = [v for v in (lo, hi) if v is not None]
-                            cur.execute(dialect.select_range_sql(a, lo is not None, hi is not None), *params)
+                            sql = dialect.select_range_sql(a, lo is not None, hi is not None, by_keys)
+                            cur.execute(sql, *params)
                     except Exception as e:  # noqa: BLE001 - said on one line, naming the article
                         raise unreadable(a, None, e) from e
                     while True:

@@ -41,6 +41,7 @@ streams = 4
 commit_batch_size = 4
 model = "{model}"
 set_apply = {set_apply}
+verify = "{verify}"
 
 [workload]
 kind = "key-chains"
@@ -106,6 +107,11 @@ OTHER = [
     ("independent", "apply.commit", 40),
     ("independent", "apply.share", 77),
     ("independent", "apply.reapply", 3),
+    # verify by the stream's keys: its keys and baselines written with the load's phase
+    ("touched", "load.constraints", 1),
+    ("touched", "load.done", 1),
+    ("touched", "apply.commit", 9),
+    ("touched", "verify.read", 1),
 ]
 
 
@@ -140,10 +146,23 @@ def _kill_at(pg, cfg_file: Path, custom: Path, point: str, at: int, tmp: Path) -
     )
 
 
-def _case(spark, pg, target, tmp_path: Path, name: str, point: str, at: int, model: str, set_apply: bool):  # type: ignore[no-untyped-def]
+def _case(
+    spark,
+    pg,
+    target,
+    tmp_path: Path,
+    name: str,
+    point: str,
+    at: int,
+    model: str,
+    set_apply: bool,
+    verify: str = "auto",
+):  # type: ignore[no-untyped-def]
     cfg_file = tmp_path / f"{name}.toml"
     cfg_file.write_text(
-        CONFIG.format(name=name, model=model, set_apply=str(set_apply).lower(), seed=len(name) + at),
+        CONFIG.format(
+            name=name, model=model, set_apply=str(set_apply).lower(), seed=len(name) + at, verify=verify
+        ),
         encoding="utf-8",
     )
     custom = tmp_path / f"{name}-audit.sql"
@@ -153,6 +172,8 @@ def _case(spark, pg, target, tmp_path: Path, name: str, point: str, at: int, mod
 
     _result, report = run(spark, cfg, target, resume=True, custom_sql=[custom])
     assert report["verdict"] == "converged", report.get("divergent", [])[:3]
+    # verify reads by the keys the killed run took (a kill before the load's phase: taken again)
+    assert report["verify"]["mode"] == ("keys" if verify == "touched" else "whole"), report["verify"]
     audit = Counter((op, int(i)) for op, i in rows(target, f'SELECT op, id FROM "dbo"."audit_{name}"'))
     expected = _expected(cfg)
     if set_apply:
@@ -184,4 +205,15 @@ def test_kill_9_then_resume_applies_each_command_once(spark, pg, target, tmp_pat
 def test_kill_9_then_resume_other_apply_paths(spark, pg, target, tmp_path, mode, point, at):
     name = f"k_{mode}_" + point.replace(".", "_") + f"_{at}"
     model = "independent" if mode == "independent" else "agent"
-    _case(spark, pg, target, tmp_path, name, point, at, model, mode == "set")
+    _case(
+        spark,
+        pg,
+        target,
+        tmp_path,
+        name,
+        point,
+        at,
+        model,
+        mode == "set",
+        "touched" if mode == "touched" else "auto",
+    )
