@@ -243,7 +243,7 @@ def test_the_exported_sql_replays_the_bug_by_hand(shrunk, pg, tmp_path):
             c.close()
 
 
-def test_tries_on_the_same_articles_empty_the_tables_the_last_one_installed(spark, target, tmp_path):
+def test_tries_on_the_same_articles_empty_the_tables_the_last_one_installed(spark, pg, tmp_path):
     """explore's tries (and shrink's runs) reuse the tables an earlier try installed with the
     same articles and custom SQL: emptied and loaded again (the table's OID stays), never a
     database holding anything else (the orders' trigger is installed anew each time above)."""
@@ -256,6 +256,7 @@ def test_tries_on_the_same_articles_empty_the_tables_the_last_one_installed(spar
         run={"subscription": "repro_warm"},
         workload={"transactions": 40, "initial_rows": 30},
     )
+    target = pg.subscriber("repro_warm")  # a database of its own: nothing else in it
     oids: list[int] = []
     rows: list[int] = []
 
