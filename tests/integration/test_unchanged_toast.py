@@ -151,3 +151,28 @@ def test_a_value_with_no_earlier_image_is_refused_naming_line_and_column(
     # not the updates that follow an insert (row 2's moves), nor the moves after line 25
     named = sorted(int(m) for m in re.findall(r"capture\.jsonl:(\d+): ", text))
     assert named == [2, 2, 25, 25], text
+
+
+def test_convert_takes_the_snapshot_and_writes_the_values(spark: Any, tmp_path: Path) -> None:
+    """``applier convert --snapshot``: the canonical changes hold every value, the folder the
+    snapshot (without it the same refusal as a run's)."""
+    from applier.api import convert
+
+    changes = write_jsonl(tmp_path / "capture.jsonl", _v2(TRANSACTIONS))
+    snapshot = write_jsonl(
+        tmp_path / "snapshot.jsonl", [{"article": "public.docs", "image": r} for r in SNAPSHOT]
+    )
+    done = convert(_config(), changes, tmp_path / "out", "wal2json2", spark=spark, snapshot=snapshot)
+    written = [
+        json.loads(x) for f in sorted(done.changes.glob("part-*.jsonl")) for x in f.read_text().splitlines()
+    ]
+    updates = [r for r in written if r["op"] == "U"]
+    assert len(updates) == 12 and all({"doc", "doc2"} <= set(r["after"]) for r in updates)
+    last = max(updates, key=lambda r: r["lsn"])
+    assert last["after"] == {"id": 14, "v": 9, "doc": "S9", "doc2": "T9"} and "doc" not in last["changed"]
+    held = [
+        json.loads(x)["image"] for f in done.snapshot.glob("part-*.jsonl") for x in f.read_text().splitlines()
+    ]
+    assert sorted(held, key=lambda r: r["id"]) == SNAPSHOT
+    with pytest.raises(InputError, match="left out of the update's new row as unchanged"):
+        convert(_config(), changes, tmp_path / "out2", "wal2json2", spark=spark)
