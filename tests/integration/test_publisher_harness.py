@@ -96,12 +96,17 @@ def test_a_capture_applied_at_four_streams_equals_the_publisher(
 
 
 @pytest.mark.e2e
+@pytest.mark.timeout(3600)  # ~10 minutes on a quiet 2-core machine; the suite's 600 s is per test
 def test_the_publisher_matrix(
-    spark: Any, pg: Any, tmp_path_factory: pytest.TempPathFactory, request: Any
+    spark: Any, pg: Any, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Every cell that must converge does and equals the publisher; round-robin with the
     independent model may diverge, and then applier must say so too."""
-    say = request.config.pluginmanager.getplugin("terminalreporter").write_line
+
+    def say(text: str) -> None:  # on the terminal as the matrix runs, not captured
+        with capsys.disabled():
+            print(text, flush=True)
+
     started = time.monotonic()
     published = harness.publish(
         tmp_path_factory.mktemp("matrix"), seed=31, transactions=harness.MATRIX_TRANSACTIONS, say=say
@@ -120,7 +125,7 @@ def test_the_publisher_matrix(
     out.write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
     say(harness.table_text(rows))
     say(f"{len(rows)} cells in {result['seconds']} s; figures in {out}")
-    assert len(rows) == len(grid) == 4 + 2 * (4 + 2 * 10)
+    assert len(rows) == len(grid) == 2 + 2 * (4 + 2 * 10)
     assert not result["failed"], [(r["read"], r["format"], r["streams"], r["partition"], r["model"], r["set_apply"],
                                    r["verdict"], r["reason"], r["publisher_differences"]) for r in result["failed"]]  # fmt: skip
     assert all(r["tables_equal"] == len(harness.TABLES) for r in rows if r["must_converge"])
