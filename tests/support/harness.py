@@ -12,9 +12,10 @@ updates leave unchanged. The tables hold rows before the first slot is created.
 **The workload** (:class:`Client`): ``clients`` threads, each with its own pyodbc connection,
 run seeded transactions of one to four operations at once: inserts, non-key updates, key moves
 on the single, composite and text keys (chains k1 -> k2 -> k3 inside one transaction, and
-continued by a later one), a statement moving every line of a group (a key change of several
-rows), deletes, re-inserts of a deleted key (in the same transaction and in a later one), large
-values written, replaced, kept and set to NULL, NULLs in every nullable column. Rows are picked
+continued by a later one; two keys swapped through a free one; a key moved away and back), a
+statement moving every line of a group (a key change of several rows), deletes, re-inserts of a
+deleted key (in the same transaction and in a later one), large values written, replaced, kept
+and set to NULL, NULLs in every nullable column. Rows are picked
 on the server (the next key at or after a seeded random one), so clients touch each other's rows
 and the commit order interleaves their work. A transaction the publisher aborts (deadlock) is
 retried. Key moves and inserts take keys from the client's own range, so no insert can collide.
@@ -214,6 +215,17 @@ class Client:
             key = new
         self.chain["public.accounts"] = key
 
+    def swap_accounts(self) -> None:
+        """Two rows' keys swapped through a free one: a -> t, b -> a, t -> b (each key used again
+        by another row in the same transaction)."""
+        a, b = self.pick_account(), self.pick_account()
+        if a is None or b is None or a == b:
+            return
+        t = self.new_id()
+        self.x("UPDATE public.accounts SET id = ? WHERE id = ?", t, a)
+        self.x("UPDATE public.accounts SET id = ? WHERE id = ?", a, b)
+        self.x("UPDATE public.accounts SET id = ?, balance = balance - 1 WHERE id = ?", b, t)
+
     def continue_chain(self) -> None:
         key = self.chain.pop("public.accounts", None)
         if key is not None:
@@ -304,6 +316,16 @@ class Client:
             self.x("UPDATE public.tags SET name = ? WHERE name = ?", new, key)
             key = new
 
+    def rename_and_back(self) -> None:
+        """A text key moved away and back in one transaction, the row changed in between."""
+        key = self.pick_tag()
+        if key is None:
+            return
+        away = self.new_name()
+        self.x("UPDATE public.tags SET name = ? WHERE name = ?", away, key)
+        self.x("UPDATE public.tags SET hits = hits + 10 WHERE name = ?", away)
+        self.x("UPDATE public.tags SET name = ? WHERE name = ?", key, away)
+
     def insert_tag(self) -> None:
         self.x("INSERT INTO public.tags VALUES (?, 0, ?)", self.new_name(), large_or_not(self.rng))
 
@@ -317,6 +339,7 @@ class Client:
         ("update_account", 22),
         ("rewrite_doc", 4),
         ("move_account", 7),
+        ("swap_accounts", 3),
         ("continue_chain", 5),
         ("delete_account", 4),
         ("reinsert", 5),
@@ -328,6 +351,7 @@ class Client:
         ("delete_lines", 2),
         ("hit_tag", 8),
         ("rename_tag", 4),
+        ("rename_and_back", 2),
         ("insert_tag", 3),
         ("delete_tag", 2),
     )
