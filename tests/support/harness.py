@@ -22,8 +22,8 @@ retried. Key moves and inserts take keys from the client's own range, so no inse
 
 **Captures** (:func:`publish`): ``applier capture --create-slot --snapshot`` creates the format
 version 1 slot before the traffic starts and the version 2 slot while it runs (a third of the
-transactions in), each with the tables at its consistent point; after the traffic both slots are
-read out. The expected state is the publisher's tables as text, read in a UTC session.
+transactions in; the clients' last third waits for it), each with the tables at its consistent
+point; after the traffic both slots are read out. The expected state is the publisher's tables as text, read in a UTC session.
 
 **Cells** (:func:`run_cell`): one ``applier.run`` per (format, read, N, strategy, model, set-apply) into
 one subscriber database (a run creates its tables anew), then every table read back as text in
@@ -361,8 +361,13 @@ class Client:
         weights = [w for _, w in self.OPERATIONS]
         return self.rng.choices(names, weights, k=self.rng.choice((1, 1, 2, 3, 4)))
 
-    def run(self, transactions: int, tally: Tally) -> None:
-        for _ in range(transactions):
+    def run(self, transactions: int, tally: Tally, hold: threading.Event | None = None) -> None:
+        """``transactions`` seeded transactions; with ``hold``, the last third waits for it to be
+        set (the second slot is created meanwhile, so its capture holds that third at least)."""
+        for i in range(transactions):
+            last_third = hold is not None and i == transactions - transactions // 3
+            if last_third and hold is not None and not hold.wait(timeout=300):
+                raise TimeoutError("the second slot was not created within 300 s")
             ops = self.transaction()
             state = (self.rng.getstate(), self.fresh, dict(self.chain), list(self.vacated))
             for attempt in range(RETRIES):
@@ -520,9 +525,11 @@ def publish(
         share = [transactions // clients + (i < transactions % clients) for i in range(clients)]
         errors: list[BaseException] = []
 
+        created = threading.Event()
+
         def work(c: Client, n: int) -> None:
             try:
-                c.run(n, tally)
+                c.run(n, tally, created)
             except BaseException as e:  # noqa: BLE001 - re-raised on the main thread
                 errors.append(e)
 
@@ -535,7 +542,10 @@ def publish(
             t.start()
         while tally.committed < transactions // 3 and any(t.is_alive() for t in threads):
             time.sleep(0.02)
-        create("wal2json2")  # while the clients run: the slot's consistent point among them
+        try:
+            create("wal2json2")  # while the clients run: the slot's consistent point among them
+        finally:
+            created.set()
         for t in threads:
             t.join()
         seconds = time.monotonic() - started
@@ -873,7 +883,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     streams = [int(n) for n in a.streams.split(",")]
     started = time.monotonic()
     published = publish(out, seed=a.seed, transactions=a.transactions, clients=a.clients, say=print)
-    spark = spark_session(max(streams), app="applier-harness", quick_jit=True)
+    spark = spark_session(max(*streams, 4), app="applier-harness", quick_jit=True)  # direct cells: N = 4
     try:
         converted = convert(spark, published)
         with subscriber() as endpoint:
