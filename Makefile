@@ -7,7 +7,7 @@ VENV35 ?= .venv35
 SPARK_LOWEST := $(shell sed -n 's/^ *"pyspark>=\([0-9.]*\),.*/\1/p' pyproject.toml | head -1)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-unit test-tsql test-faults test-e2e test-spark35 lint bench bench-capture clean
+.PHONY: help setup demo test test-unit test-tsql test-faults test-e2e test-spark35 lint bench bench-capture publisher-matrix clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -58,6 +58,9 @@ bench: setup ## benchmark: ceiling, applier and PostgreSQL's logical apply at N=
 
 bench-capture: setup ## Debezium reader vs canonical reader, 1,000,000 events (EVENTS=...): figures in out/bench-capture/figures.json
 	$(BIN)/python ci/bench_capture.py $(or $(EVENTS),1000000) $(OUT)/bench-capture
+
+publisher-matrix: setup ## concurrent traffic on an embedded publisher, both wal2json formats, every strategy/model at N=1,4,8, compared with the publisher (HARNESS_ARGS="--transactions 2000")
+	$(BIN)/python -m tests.support.harness --out $(OUT)/publisher-matrix $(HARNESS_ARGS)
 
 clean: ## remove the virtual environment and outputs
 	rm -rf $(VENV) $(VENV35) $(OUT) .pytest_cache .mypy_cache .ruff_cache

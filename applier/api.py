@@ -447,16 +447,19 @@ def convert(
     changes_format: str = "canonical",
     capture: Options | None = None,
     spark: SparkSession | None = None,
+    snapshot: str | Path | None = None,
 ) -> Converted:
     """Read captured traffic (or canonical files) as a run would, every record validated, and
-    write the canonical change files (JSON Lines; each command with its ``source`` position)."""
+    write the canonical change files (JSON Lines; each command with its ``source`` position).
+    ``snapshot``: the tables at the capture's start (``applier capture --snapshot``), written
+    beside them; the capture's unchanged TOASTed values may come from its rows."""
     from applier.sources.dataset import read_changes, write_changes
 
     t = time.perf_counter()
     capture = capture_options(changes_format, capture)
     config = check_config(config)
-    check_paths(changes, None, (), None, None, capture=capture)
-    cs = read_changes(spark or spark_session(2), config, changes, None, capture)
+    check_paths(changes, snapshot, (), None, None, capture=capture)
+    cs = read_changes(spark or spark_session(2), config, changes, snapshot, capture)
     try:
         ch, sn = write_changes(cs, out)
         if cs.notes:

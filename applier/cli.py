@@ -446,7 +446,7 @@ def cmd_convert(a: argparse.Namespace) -> int:
 
     config = _config(a)
     applier.api.check_paths(None, None, (), None, a.out, names={"report": "--report", "work_dir": "--out"})
-    done = applier.api.convert(config, a.changes, a.out, capture=_capture(a))
+    done = applier.api.convert(config, a.changes, a.out, capture=_capture(a), snapshot=a.snapshot)
     dup = f", {done.duplicates} duplicate deliveries dropped" if done.duplicates else ""
     rate = done.commands / done.seconds if done.seconds > 0 else 0.0
     print(
@@ -596,7 +596,12 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         "--config", "--articles", dest="config", help="the articles' configuration (default: the demo's)"
     )
     cv.add_argument("--changes", help="the capture: a file or a folder of them")
-    cv.add_argument("--out", required=True, help="folder for the canonical changes (and an empty snapshot)")
+    cv.add_argument("--out", required=True, help="folder for the canonical changes and the snapshot")
+    cv.add_argument(
+        "--snapshot",
+        help="the tables at the capture's start (applier capture --snapshot): written to the folder, and "
+        "where an update's unchanged TOASTed values come from when no earlier change has the row",
+    )
     _add_capture(cv)
     cv.set_defaults(func=cmd_convert)
     g = sub.add_parser("generate", help="write a generated change stream as canonical files")

@@ -104,10 +104,12 @@ def print_summary(report: Mapping[str, Any], console: Console | None = None, sho
     if captured and captured.get("format") != "canonical":
         dup = captured.get("duplicates_dropped", 0)
         folded = ", key changes folded" if captured.get("fold_key_changes") else ""
+        filled = captured.get("unchanged_filled", 0)
+        unchanged = f", {filled} updates' unchanged values taken from earlier images" if filled else ""
         t.add_row(
             "input",
             f"{captured['format']}: {captured['changes']} changes in {captured['transactions']} "
-            f"transactions, {dup} duplicate deliveries dropped{folded}",
+            f"transactions, {dup} duplicate deliveries dropped{folded}{unchanged}",
         )
     t.add_row("commands / transactions", f"{report['commands']} / {report['transactions']}")
     t.add_row("rounds", f"{report['rounds']} ({report['rounds_parallel']} on {st['streams']} streams)")

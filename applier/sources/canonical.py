@@ -7,7 +7,7 @@ InputError naming the place (file, line, lsn, column).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from applier.articles import Article
@@ -31,7 +31,15 @@ def _shown(v: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _image(article: Article, raw: Any, where: str, *, full: bool, encoded: bool = False) -> dict[str, Any]:
+def _image(
+    article: Article,
+    raw: Any,
+    where: str,
+    *,
+    full: bool,
+    encoded: bool = False,
+    absent: Collection[str] = (),
+) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
         raise InputError(f"{where}: expected an object of column values, got {type(raw).__name__}")
     cols = {c.name: c for c in article.replicated}
@@ -44,6 +52,8 @@ def _image(article: Article, raw: Any, where: str, *, full: bool, encoded: bool 
             raise InputError(f"{where}: key column {k!r} is missing")
     for name, col in cols.items():
         if name not in raw:
+            if name in absent:
+                continue  # left out as unchanged: filled from the row's previous image later
             if full and not col.nullable:
                 raise InputError(f"{where}: column {name!r} is missing (NOT NULL)")
             if not full:
@@ -85,6 +95,7 @@ def validate_record(
     place: str,
     schemas: Schemas | None = None,
     encoded: bool = False,
+    unchanged: Collection[str] = (),
 ) -> tuple[Any, ...]:
     """One decoded record -> canonical row tuple (CHANGE_FIELDS order), or InputError.
 
@@ -92,6 +103,9 @@ def validate_record(
     its ``schema_version``, which must be the version in effect at its lsn (seed 001).
     ``encoded``: the images' values were made by ``applier.values.encode`` against the article
     (a capture format's): their shape is checked, each value is not checked again.
+    ``unchanged``: columns a capture left out of an update's after image as unchanged (not
+    NULL: absent, and not changed); the capture's reader fills them in afterwards
+    (:mod:`applier.sources.formats.unchanged`).
     """
     if not isinstance(rec, Mapping):
         raise InputError(f"{place}: expected a JSON object, got {type(rec).__name__}")
@@ -145,13 +159,18 @@ def validate_record(
     if op in ("I", "U"):
         if rec.get("after") is None:
             raise InputError(f"{where}: op {op} needs an after image")
-        after = _image(article, rec["after"], f"{where}: after", full=True, encoded=encoded)
+        absent = unchanged if op == "U" else ()
+        after = _image(article, rec["after"], f"{where}: after", full=True, encoded=encoded, absent=absent)
     changed: list[str] = []
     if op == "U":
         assert before is not None and after is not None
         raw_changed = rec.get("changed")
         if raw_changed is None:
-            changed = [c for c in article.column_names if c not in before or before[c] != after[c]]
+            changed = [
+                c
+                for c in article.column_names
+                if c not in unchanged and (c not in before or before[c] != after[c])
+            ]
         else:
             if not isinstance(raw_changed, list) or not all(isinstance(c, str) for c in raw_changed):
                 raise InputError(f"{where}: 'changed' must be a list of column names")

@@ -303,7 +303,8 @@ def read_captured(
 ) -> ChangeSet:
     """Captured traffic (or a canonical file with sub-positions) -> the canonical stream."""
     from applier.sources.formats import format_class
-    from applier.sources.formats.convert import PLACE, SOURCE, captured
+    from applier.sources.formats.convert import PLACE, SOURCE, UNCHANGED, captured
+    from applier.sources.formats.unchanged import fill_unchanged
 
     articles = {a.name: a for a in config.articles}
     cls = format_class(capture.format)
@@ -317,8 +318,17 @@ def read_captured(
         found = capture_files(path, cls)
         files, origin = found.files, str(found.path)
     got = captured(spark, fmt, files, origin)
+    rows: DataFrame = got.rows
+    filled: tuple[DataFrame, ...] = ()
     try:
         snap, snap_cached, snap_rows = _read_snapshot(spark, articles, snapshot_path)
+        if got.unchanged:  # values left out as unchanged (TOAST): from the rows' earlier images
+            try:
+                rows, filled = fill_unchanged(got.rows, snap, origin, got.changes)
+            except BaseException:
+                for c in snap_cached:
+                    c.unpersist()
+                raise
     except BaseException:
         got.unpersist()
         raise
@@ -328,15 +338,16 @@ def read_captured(
         "changes": got.changes,
         "duplicates_dropped": got.duplicates,
         "fold_key_changes": capture.fold_key_changes,
+        "unchanged_filled": got.unchanged,
     }
     return ChangeSet(
-        got.rows.drop(PLACE, SOURCE),
+        rows.drop(PLACE, SOURCE, UNCHANGED),
         snap,
         origin if capture.format == "canonical" else f"{origin} ({capture.format})",
         None,
-        cached=(*got.cached, *snap_cached),
+        cached=(*got.cached, *filled, *snap_cached),
         notes=notes,
-        sources=got.rows,
+        sources=rows,
         snapshot_rows=snap_rows,
     )
 

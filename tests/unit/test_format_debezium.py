@@ -488,11 +488,14 @@ def test_unavailable_toasted_value_taken_from_the_before_image() -> None:
     src = {"connector": "postgresql", "schema": "dbo", "table": "customers", "txId": 5, "lsn": 10}
     after = dict(JOHN, last_name="__debezium_unavailable_value", email="new@example.org")
     (u,) = parse_all(fmt(), [json.dumps({"op": "u", "before": JOHN, "after": after, "source": src})])
-    assert u.after == dict(JOHN, email="new@example.org")
+    assert u.after == dict(JOHN, email="new@example.org") and u.unchanged == ()
+    # REPLICA IDENTITY DEFAULT (no before): marked unchanged, filled from the row's previous image
+    (u,) = parse_all(fmt(), [json.dumps({"op": "u", "before": None, "after": after, "source": src})])
+    assert "last_name" not in u.after and u.unchanged == ("last_name",)
     with pytest.raises(
-        InputError, match=r"^cap\.jsonl:1: after\.last_name: __debezium_unavailable_value .*FULL"
+        InputError, match=r"^cap\.jsonl:1: after\.last_name: __debezium_unavailable_value in a new row"
     ):
-        parse_all(fmt(), [json.dumps({"op": "u", "before": None, "after": after, "source": src})])
+        parse_all(fmt(), [json.dumps({"op": "c", "after": after, "source": src})])
 
 
 def test_sqlserver_snapshot_reads_are_one_transaction_placed_by_key() -> None:

@@ -364,11 +364,21 @@ def test_unchanged_toast_value() -> None:
     arts = art(("v", "nvarchar(max)"), ("w", "int"))
     new = [{"name": "id", "value": 1}, {"name": "w", "value": 5}]  # v: unchanged TOAST, left out
     doc = {"action": "U", "schema": "public", "table": "t", "columns": new}
-    with pytest.raises(InputError, match="column 'v' is absent from the update's new row"):
-        list(Wal2json2(arts).parse(json.dumps(doc), "f:1"))
+    # REPLICA IDENTITY DEFAULT: marked unchanged, filled later from the row's previous image
+    (c,) = Wal2json2(arts).parse(json.dumps(doc), "f:1")
+    assert isinstance(c, Change) and c.after == {"id": 1, "w": 5} and c.unchanged == ("v",)
+    v1 = {"change": [{"kind": "update", "schema": "public", "table": "t", "columnnames": ["id", "w"],
+                      "columnvalues": [1, 5], "oldkeys": {"keynames": ["id"], "keyvalues": [1]}}]}  # fmt: skip
+    (c1,) = (i for i in Wal2json(arts).parse(json.dumps(v1), "f:1") if isinstance(i, Change))
+    assert c1.after == {"id": 1, "w": 5} and c1.unchanged == ("v",) and c1.before == {"id": 1}
+    # REPLICA IDENTITY FULL: the old row has it
     doc["identity"] = [{"name": "id", "value": 1}, {"name": "v", "value": "long"}, {"name": "w", "value": 4}]
     (c,) = Wal2json2(arts).parse(json.dumps(doc), "f:1")
-    assert isinstance(c, Change) and c.after == {"id": 1, "w": 5, "v": "long"}
+    assert isinstance(c, Change) and c.after == {"id": 1, "w": 5, "v": "long"} and c.unchanged == ()
+    # an insert is never partial
+    ins = {"action": "I", "schema": "public", "table": "t", "columns": new}
+    with pytest.raises(InputError, match="column 'v' is absent from the inserted row"):
+        list(Wal2json2(arts).parse(json.dumps(ins), "f:1"))
 
 
 def test_update_without_old_keys_takes_the_key_from_the_new_row() -> None:

@@ -54,6 +54,9 @@ class Change:
     source: str
     place: str
     changed: tuple[str, ...] | None = None  # columns changed by an update (None: those that differ)
+    # Columns the capture left out of an update's new row because they did not change (PostgreSQL's
+    # unchanged TOASTed values): taken from the row's previous image (formats.unchanged).
+    unchanged: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

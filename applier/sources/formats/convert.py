@@ -34,19 +34,23 @@ from applier.sources.reading import raise_errors
 _SHOWN = 5
 PLACE = "_place"
 SOURCE = "_source"
-CAPTURED_SCHEMA = f"{PLACE} string, {SOURCE} string, {CHANGE_SCHEMA}"
+UNCHANGED = "_unchanged"  # columns an update's new row left out as unchanged (formats.unchanged)
+CAPTURED_SCHEMA = f"{PLACE} string, {SOURCE} string, {CHANGE_SCHEMA}, {UNCHANGED} array<string>"
 
 
 @dataclass(frozen=True)
 class Captured:
-    """The canonical rows of a capture (with ``_place`` and ``_source``) and what the reading
-    found: transactions, changes, duplicate deliveries dropped."""
+    """The canonical rows of a capture (with ``_place``, ``_source`` and ``_unchanged``) and what
+    the reading found: transactions, changes, duplicate deliveries dropped, updates whose new row
+    left out unchanged values (``rows`` holds them without those values until
+    :func:`applier.sources.formats.unchanged.fill_unchanged` fills them)."""
 
     rows: DataFrame
     transactions: int
     changes: int
     duplicates: int
     cached: tuple[Any, ...]
+    unchanged: int = 0
 
     def unpersist(self) -> None:
         for c in self.cached:
@@ -121,7 +125,7 @@ def _resolve(starts: Mapping[int, Any]):  # type: ignore[no-untyped-def]
 
 
 def _with_tx(c: Change, tx: tuple[Any, ...]) -> Change:
-    return Change(c.article, c.op, c.before, c.after, tx, c.pos, c.source, c.place, c.changed)
+    return Change(c.article, c.op, c.before, c.after, tx, c.pos, c.source, c.place, c.changed, c.unchanged)
 
 
 def _file_ordered(rdd: Any) -> Any:
@@ -144,7 +148,7 @@ def _keyed(e: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any]:
     c: Change = item
     return (
         (c.tx, 0, c.pos, _order(e)),
-        (c.article, c.op, c.before, c.after, c.tx, c.pos, c.source, c.place, c.changed),
+        (c.article, c.op, c.before, c.after, c.tx, c.pos, c.source, c.place, c.changed, c.unchanged),
     )
 
 
@@ -234,14 +238,15 @@ def _tx_text(tx: Any) -> str:
     return str(tx)
 
 
-def _counts(idx: int, it: Iterable[tuple[Any, ...]]) -> Iterator[tuple[int, int, int, int]]:
-    txs = n = dups = 0
+def _counts(idx: int, it: Iterable[tuple[Any, ...]]) -> Iterator[tuple[int, int, int, int, int]]:
+    txs = n = dups = unchanged = 0
     for t in it:
         if t[0] == "tx":
             txs += 1
             n += len(t[1])
             dups += t[2]
-    yield (idx, txs, n, dups)
+            unchanged += sum(1 for c in t[1] if c.unchanged)
+    yield (idx, txs, n, dups, unchanged)
 
 
 # -- 5. number and validate --------------------------------------------------------------------
@@ -268,7 +273,8 @@ def _numbered(fmt: Format, firsts: Mapping[int, tuple[int, int]]):  # type: igno
                     "changed": list(c.changed) if c.changed is not None else None,
                 }
                 try:
-                    yield (None, c.place, c.source, *validate_record(rec, articles, c.place, None, encoded))
+                    row = validate_record(rec, articles, c.place, None, encoded, unchanged=c.unchanged)
+                    yield (None, c.place, c.source, *row, list(c.unchanged))
                 except InputError as e:
                     # named by the capture's position, not the number it was given here
                     msg, numbered = str(e), f"{c.place}: lsn {lsn}"
@@ -313,10 +319,10 @@ def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str 
         raise_errors(grouped.filter(lambda t: t[0] == "error").map(lambda t: t[1]).take(_SHOWN), what)
         counts = sorted(grouped.mapPartitionsWithIndex(_counts).collect())
         firsts: dict[int, tuple[int, int]] = {}
-        xact = lsn = dups = 0
-        for idx, txs, n, d in counts:
+        xact = lsn = dups = unchanged = 0
+        for idx, txs, n, d, u in counts:
             firsts[idx] = (xact, lsn)
-            xact, lsn, dups = xact + txs, lsn + n, dups + d
+            xact, lsn, dups, unchanged = xact + txs, lsn + n, dups + d, unchanged + u
         # No row change at all is a valid capture (wal2json's transactions on a table with
         # REPLICA IDENTITY NOTHING carry none): nothing is applied and the subscriber must still
         # hold its snapshot; the report's input says 0 changes.
@@ -324,7 +330,7 @@ def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str 
         cached.append(rows)
         raise_errors(rows.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(_SHOWN), what)
         df = spark.createDataFrame(rows.map(lambda r: r[1:]), CAPTURED_SCHEMA)
-        return Captured(df, xact, lsn, dups, tuple(cached))
+        return Captured(df, xact, lsn, dups, tuple(cached), unchanged)
     except BaseException:
         for c in cached:
             c.unpersist()

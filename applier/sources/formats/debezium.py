@@ -17,7 +17,8 @@ before image for a NOT NULL column (PostgreSQL's default replica identity sends 
 values) is left out of it: the canonical record allows partial before images. A value Debezium
 gives as ``__debezium_unavailable_value`` (PostgreSQL's unchanged TOASTed column) is left out of a
 before image and taken from the before image into an update's after image; when the before image
-does not have it (REPLICA IDENTITY DEFAULT) the event is refused naming the field.
+does not have it (REPLICA IDENTITY DEFAULT), from the row's previous image in the capture or its
+snapshot (:mod:`applier.sources.formats.unchanged`). In a new row of an insert it is refused.
 
 **Positions**, by the connector (``source.connector``, or the fields that are there):
 
@@ -669,6 +670,7 @@ class DebeziumFormat(Format):
         article = self.article(schema, table, place)
         image = self._image(article, key)
         before = after = None
+        unchanged: list[str] = []
         if op in ("u", "d"):
             raw = payload.get("before")
             if raw is not None:
@@ -685,12 +687,15 @@ class DebeziumFormat(Format):
             missing: list[str] = []
             after = image.read(raw, f"{at}after", place, before=False, unavailable=missing)
             for name in missing:  # an unchanged TOASTed value: the old row's, when it is there
-                if op != "u" or before is None or name not in before:
+                if op != "u":
                     raise InputError(
-                        f"{place}: {at}after.{name}: {UNAVAILABLE[0]} (an unchanged TOASTed value) and no "
-                        "old value in before (PostgreSQL: REPLICA IDENTITY FULL gives it)"
+                        f"{place}: {at}after.{name}: {UNAVAILABLE[0]} in a new row (op {op!r}): "
+                        "only an update may leave a value out as unchanged"
                     )
-                after[name] = before[name]
+                if before is not None and name in before:
+                    after[name] = before[name]
+                else:
+                    unchanged.append(name)  # from the row's previous image (formats.unchanged)
             if op == "u" and before is None:
                 before = {k: after.get(k) for k in article.key}
         tx, position, source = self._position(src, payload, op, at, place)
@@ -707,6 +712,7 @@ class DebeziumFormat(Format):
             (*position, rank, snap),
             source,
             place,
+            unchanged=tuple(unchanged),
         )
 
     def _boundary(self, payload: dict[str, Any], status: Any, at: str, place: str) -> Iterator[Item]:

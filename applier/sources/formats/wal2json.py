@@ -30,8 +30,10 @@ REPLICA IDENTITY FULL; wal2json leaves NULLs out of it) or, when wal2json gives 
 key did not change), the article's key columns taken from the new row. Deletes: the old keys.
 Before images hold only what wal2json gave (the canonical record allows partial before
 images). The article's key must be among the identity columns. A column wal2json leaves out
-of an update's new row (an unchanged TOASTed value) is taken from the old row when it is
-there (REPLICA IDENTITY FULL), otherwise the change is refused naming the column. Columns the
+of an update's new row (an unchanged TOASTed value: both format versions leave the column out,
+whether or not the update moves the key) is taken from the old row when it is there (REPLICA
+IDENTITY FULL), otherwise from the row's previous image in the capture or its snapshot
+(:mod:`applier.sources.formats.unchanged`; the change carries it as ``unchanged``). Columns the
 article marks computed are dropped; a column the article does not have is an error.
 
 **Values** are read by the article's column kind (the capture's ``columntypes`` / ``type`` is
@@ -392,6 +394,7 @@ class _Wal2json(Format):
                 f"{where}: a delete without old keys (the table's REPLICA IDENTITY is NOTHING, "
                 "or DEFAULT without a primary key): the row to delete is unknown"
             )
+        unchanged: list[str] = []
         if op == "U" and after is not None:
             if not before:
                 before = {}
@@ -404,11 +407,7 @@ class _Wal2json(Format):
                     if c.name in before:
                         after[c.name] = before[c.name]  # unchanged TOAST value, old row has it
                     else:
-                        raise InputError(
-                            f"{where}: column {c.name!r} is absent from the update's new row "
-                            "(wal2json leaves out an unchanged TOASTed value; with REPLICA IDENTITY "
-                            "FULL the old row supplies it)"
-                        )
+                        unchanged.append(c.name)  # from the row's previous image (formats.unchanged)
         if before is not None:
             missing = [k for k in article.key if before.get(k) is None]
             if missing:
@@ -420,7 +419,7 @@ class _Wal2json(Format):
             missing_cols = [c.name for c in article.replicated if c.name not in after]
             if missing_cols:
                 raise InputError(f"{where}: column {missing_cols[0]!r} is absent from the inserted row")
-        return Change(article.name, op, before, after, tx, pos, source, place)
+        return Change(article.name, op, before, after, tx, pos, source, place, unchanged=tuple(unchanged))
 
 
 class Wal2json(_Wal2json):
