@@ -10,6 +10,17 @@ to continue, its last whole transaction's end LSN is read back (version 1: the l
 by the kill) is truncated, and the slot is advanced to that LSN before anything is read, so a
 batch written but not yet confirmed when the kill came is not written again.
 
+**NaN and ±Infinity** (issue 31). The slot is read with ``numeric-data-types-as-string`` where
+its wal2json takes it (2.6 and later: tried once, applier.capture.slot.takes_numbers_as_strings),
+so a NaN or ±Infinity arrives as its text, which the readers refuse naming the line, column and
+value (SQL Server's decimal and float hold neither). Where it does not (2.5, Debian bookworm's),
+wal2json writes them as null, which nothing tells from a NULL: the command says so once, on
+stderr, naming the published numeric / real / double precision columns it can hit, and how to
+avoid it. Each run of the command appends what it asked the slot for to ``FILE.meta`` beside
+``--out`` (JSON Lines: the options, whether numbers came as strings, those columns, the
+warning). The ``--snapshot`` reads every value as text, so a NaN or ±Infinity already in a
+table is refused there with its table, key and column, and the new slot is dropped again.
+
 **Stops**: at ``--until-lsn`` (every transaction committing before it, once the publisher's
 flushed WAL has reached it), after ``--duration`` seconds, or, with neither, when no change is
 pending. SIGINT (Ctrl-C) and SIGTERM stop after the batch in hand is written and confirmed;
@@ -36,13 +47,14 @@ from typing import Any
 from applier import failpoints
 from applier.capture import slot as pub
 from applier.capture.snapshot import published, write_snapshot
-from applier.errors import ConfigError, TargetError
+from applier.errors import ApplierError, ConfigError, TargetError
 from applier.targets.connstr import redact
 from applier.targets.endpoint import Endpoint, preflight
 
 BATCH = 2000  # rows a peek returns at most (whole transactions: more when one is larger)
 POLL_S = 0.2  # sleep between peeks that found nothing
 PROGRESS_S = 2.0  # a progress line at most this often
+SHOWN_COLUMNS = 8  # columns a NaN warning names on the console (FILE.meta has them all)
 
 
 @dataclass
@@ -68,6 +80,42 @@ class Tally:
         elif doc.get("action") in ("I", "U", "D"):
             self.changes += 1
             self._open += 1
+
+
+@dataclass(frozen=True)
+class Numbers:
+    """How the slot's wal2json writes NaN and ±Infinity: as strings (``numeric-data-types-as-
+    string`` taken), or as null in these columns (``schema.table.column (type)``)."""
+
+    as_strings: bool
+    nan_as_null: tuple[str, ...] = ()
+
+    def warning(self, shown: int = SHOWN_COLUMNS, meta: str = "FILE.meta") -> str | None:
+        """One line; None when nothing can be lost. ``shown``: the columns named, the rest counted."""
+        if self.as_strings or not self.nan_as_null:
+            return None
+        cols = ", ".join(self.nan_as_null[:shown])
+        more = len(self.nan_as_null) - shown
+        if more > 0:
+            cols += f" and {more} more (every one in {meta})"
+        return (
+            f"this wal2json does not take {pub.NUMBERS_AS_STRINGS} (wal2json 2.6 and later do): a NaN "
+            f"or ±Infinity in {cols} arrives as NULL, which nothing tells from a NULL, so the subscriber "
+            "would differ from the publisher unseen (and SQL Server's decimal/float hold neither); with "
+            "wal2json 2.6 or later they arrive as text, which applier refuses naming the line and column"
+        )
+
+
+def meta_path(out: Path) -> Path:
+    """``FILE.meta`` beside the capture ``FILE``: not a change file's suffix, so a folder of
+    captures is read without it."""
+    return out.with_name(out.name + ".meta")
+
+
+def _numbers(cur: Any, slot: str, version: int, tables: list[str] | None) -> Numbers:
+    if pub.takes_numbers_as_strings(cur, slot, pub.wal2json_options(version, tables)):
+        return Numbers(True)
+    return Numbers(False, tuple(pub.nan_as_null_columns(cur, tables)))
 
 
 def _options(a: argparse.Namespace) -> tuple[int, list[str] | None, int | None, float | None]:
@@ -200,8 +248,15 @@ def capture(a: argparse.Namespace, say: Callable[[str], None], stop: list[int]) 
                     f"drop it: SELECT pg_drop_replication_slot('{a.slot}'))"
                 )
             if a.snapshot:
-                with pub.exported_slot(endpoint, a.slot) as (point, snapshot):
-                    done = _snapshot(endpoint, snapshot, Path(a.snapshot), tables)
+                created = False
+                try:
+                    with pub.exported_slot(endpoint, a.slot) as (point, snapshot):
+                        created = True
+                        done = _snapshot(endpoint, snapshot, Path(a.snapshot), tables)
+                except ApplierError as e:
+                    if not created or pub.find_slot(cur, a.slot) is not None:
+                        raise
+                    raise type(e)(f"{e} (slot {a.slot} dropped again: nothing was captured)") from None
                 say(
                     f"slot {a.slot} created at {pub.lsn_text(point)}; snapshot: {done.rows:,} rows of "
                     f"{len(done.articles)} table(s) in {done.path}"
@@ -211,7 +266,11 @@ def capture(a: argparse.Namespace, say: Callable[[str], None], stop: list[int]) 
                 say(f"slot {a.slot} created at {pub.lsn_text(point)}")
         else:
             pub.check_slot(found, a.slot, database)
-        return _consume(cur, a.slot, out, version, tables, until, duration, say, stop)
+        numbers = _numbers(cur, a.slot, version, tables)
+        warning = numbers.warning(meta=str(meta_path(out)))
+        if warning is not None:
+            print(f"applier capture: warning: {warning}", file=sys.stderr)
+        return _consume(cur, a.slot, out, version, tables, until, duration, say, stop, numbers)
     finally:
         conn.close()
 
@@ -244,9 +303,11 @@ def _consume(
     duration: float | None,
     say: Callable[[str], None],
     stop: list[int],
+    numbers: Numbers,
 ) -> int:
-    options = pub.wal2json_options(version, tables)
+    options = pub.wal2json_options(version, tables, numbers.as_strings)
     resumed, earlier = resume_point(out, version)
+    _record(out, slot, version, options, numbers)
     if resumed is not None:
         confirmed = pub.find_slot(cur, slot)
         if confirmed is not None and (confirmed.confirmed or 0) < resumed:
@@ -288,9 +349,22 @@ def _consume(
     return 0
 
 
-def cmd_capture(a: argparse.Namespace) -> int:
-    from applier.errors import ApplierError
+def _record(out: Path, slot: str, version: int, options: tuple[str, ...], numbers: Numbers) -> None:
+    """What this run asked the slot for, appended to ``FILE.meta`` (one line a run: a capture
+    continued by a later run under another wal2json says so)."""
+    entry = {
+        "slot": slot,
+        "format": next(name for name, v in pub.FORMAT_VERSIONS.items() if v == version),
+        "wal2json_options": dict(zip(options[::2], options[1::2], strict=True)),
+        pub.NUMBERS_AS_STRINGS: numbers.as_strings,
+        "nan_as_null_columns": list(numbers.nan_as_null),
+        "warning": numbers.warning(shown=len(numbers.nan_as_null)),
+    }
+    with meta_path(out).open("a", encoding="utf-8") as f:
+        f.write(json.dumps(entry, ensure_ascii=False) + "\n")
 
+
+def cmd_capture(a: argparse.Namespace) -> int:
     try:
         with _signals() as stop:
             return capture(a, print, stop)
@@ -317,7 +391,11 @@ def register(subparsers: Any) -> str:
         required=True,
         help="wal2json (format-version 1: a transaction a line) or wal2json2 (format-version 2)",
     )
-    p.add_argument("--out", required=True, help="the capture file (an existing one is continued)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="the capture file (an existing one is continued); FILE.meta beside it records each run's options",
+    )
     p.add_argument(
         "--until-lsn", metavar="LSN", help="stop once every transaction committing before LSN is in"
     )

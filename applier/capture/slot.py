@@ -5,7 +5,10 @@ consuming changes exactly once.
 (applier/sources/formats/wal2json.py): ``include-lsn`` (version 1's ``nextlsn``: commit order,
 duplicate deliveries; version 2's ``C`` line carries it too), ``include-xids`` (kept as each
 command's source), the default ``include-types`` / ``include-typmod``, ``actions`` limited to
-insert, update and delete (the readers refuse a truncate), and ``add-tables`` for ``--tables``.
+insert, update and delete (the readers refuse a truncate), ``add-tables`` for ``--tables``, and
+``numeric-data-types-as-string`` where the plugin takes it (wal2json 2.6 and later; tried once,
+:func:`takes_numbers_as_strings`): numbers as JSON strings, so a NaN or ±Infinity arrives as its
+text, which the readers refuse, rather than as null, which nothing tells from a NULL.
 
 **Reading** goes through SQL functions, over ODBC: ``pg_logical_slot_peek_changes`` then
 ``pg_replication_slot_advance`` (https://www.postgresql.org/docs/15/functions-admin.html
@@ -43,7 +46,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,18 +72,44 @@ PEEK_SQL = "SELECT lsn::text, data FROM pg_logical_slot_peek_changes(?, CAST(? A
 ADVANCE_SQL = "SELECT end_lsn::text FROM pg_replication_slot_advance(?, CAST(? AS pg_lsn))"
 # what a peek can decode: the WAL written and flushed (an asynchronous commit may not be yet)
 CURRENT_LSN_SQL = "SELECT pg_current_wal_flush_lsn()::text"
+# wal2json 2.6's option: numbers (smallint .. double precision, numeric) written as JSON
+# strings, so NaN and ±Infinity are written as "NaN", "Infinity", "-Infinity"; without it (and in
+# 2.5, which refuses the option) they are written as null (wal2json.c, pg_decode_write_value:
+# "The NaN and Infinity are not valid JSON symbols").
+NUMBERS_AS_STRINGS = "numeric-data-types-as-string"
+# A peek that reads one WAL record at most (upto_lsn 0/1 is behind every record) and returns one
+# row at most: enough for the plugin to check its options, which it does when decoding starts.
+PROBE_SQL = "SELECT lsn::text FROM pg_logical_slot_peek_changes(?, '0/1', 1, {marks})"
+# The published tables' columns whose NaN / ±Infinity wal2json writes as null without
+# NUMBERS_AS_STRINGS: of type numeric, real or double precision itself (a domain over one has
+# its own type id, which wal2json writes as a quoted text: "NaN", read and refused as such).
+NAN_AS_NULL_COLUMNS_SQL = (
+    "SELECT n.nspname, c.relname, a.attname, format_type(a.atttypid, a.atttypmod) "
+    "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped "
+    "AND a.atttypid IN ('numeric'::regtype, 'real'::regtype, 'double precision'::regtype) "
+    "AND n.nspname !~ '^pg_' AND n.nspname <> 'information_schema' "
+    "ORDER BY n.nspname, c.relname, a.attnum"
+)
 # A replication command takes no parameters: the slot name is checked against SLOT_NAME
 # first and quoted; the plugin is ours.
 CREATE_SLOT_COMMAND = "CREATE_REPLICATION_SLOT {slot} LOGICAL {plugin} (SNAPSHOT 'export')"
+DROP_SLOT_COMMAND = "DROP_REPLICATION_SLOT {slot}"
 
 
-def wal2json_options(version: int, tables: Sequence[str] | None = None) -> tuple[str, ...]:
+def wal2json_options(
+    version: int, tables: Sequence[str] | None = None, numbers_as_strings: bool = False
+) -> tuple[str, ...]:
     """wal2json's options, name and value in turn, for format ``version`` (1 or 2), limited to
-    ``tables`` (``schema.table``) when given."""
+    ``tables`` (``schema.table``) when given; ``numbers_as_strings``: with
+    ``numeric-data-types-as-string`` (wal2json 2.6 and later, :func:`takes_numbers_as_strings`)."""
     opts = ["format-version", str(version), "include-lsn", "1", "include-xids", "1"]
     opts += ["actions", "insert,update,delete"]
     if tables:
         opts += ["add-tables", ",".join(_wal2json_table(t) for t in tables)]
+    if numbers_as_strings:
+        opts += [NUMBERS_AS_STRINGS, "1"]
     return tuple(opts)
 
 
@@ -177,7 +206,10 @@ def create_slot(cursor: Any, name: str) -> int:
 def exported_slot(endpoint: Endpoint, name: str) -> Iterator[tuple[int, str]]:
     """Create the wal2json slot ``name`` with a snapshot exported at its consistent point (see
     the module's docstring); yields (consistent point, snapshot name). The snapshot can be
-    adopted (:func:`adopt_snapshot`) until the block ends."""
+    adopted (:func:`adopt_snapshot`) until the block ends. A block that raises drops the slot
+    again, on the same connection (the walsender released the slot once it was created, so it
+    is not active; dropped after the connection closed, it could still be): a slot without its
+    snapshot would only hold the publisher's WAL."""
     import pyodbc
 
     quote = endpoint.dialect.quote
@@ -197,9 +229,15 @@ def exported_slot(endpoint: Endpoint, name: str) -> Iterator[tuple[int, str]]:
         except pyodbc.Error as e:
             raise TargetError(f"--create-slot: {_message(e)}") from None
         _slot, consistent, snapshot, _plugin = row
-        if not _SNAPSHOT_NAME.fullmatch(snapshot or ""):
-            raise TargetError(f"--create-slot: the publisher exported no usable snapshot ({snapshot!r})")
-        yield lsn_int(consistent), snapshot
+        try:
+            if not _SNAPSHOT_NAME.fullmatch(snapshot or ""):
+                raise TargetError(f"--create-slot: the publisher exported no usable snapshot ({snapshot!r})")
+            yield lsn_int(consistent), snapshot
+        except BaseException:
+            # the block's error is the one to report (the caller says whether the slot stayed)
+            with suppress(pyodbc.Error):
+                conn.cursor().execute(DROP_SLOT_COMMAND.format(slot=quote(name)))
+            raise
     finally:
         conn.close()
 
@@ -225,6 +263,38 @@ def peek(
     upto = lsn_text(upto_lsn) if upto_lsn is not None else None
     rows = cursor.execute(PEEK_SQL.format(marks=marks), slot, upto, nchanges, *options).fetchall()
     return [(lsn_int(lsn), data) for lsn, data in rows]
+
+
+def takes_numbers_as_strings(cursor: Any, slot: str, options: Sequence[str]) -> bool:
+    """Whether the slot's wal2json takes ``numeric-data-types-as-string`` (2.6 and later): tried
+    once on a peek that reads one WAL record at most and consumes nothing (:data:`PROBE_SQL`).
+    Tried rather than read from a version: wal2json shows no version to SQL (``WAL2JSON_VERSION``
+    is a C macro) and its package's is not visible over ODBC. wal2json checks its options when
+    decoding starts, and 2.5 refuses one it does not know: SQLSTATE 22023, ``option
+    "numeric-data-types-as-string" = "1" is unknown`` (measured with Debian bookworm's
+    postgresql-15-wal2json 2.5). Any other error is the slot's: TargetError naming --slot."""
+    import pyodbc
+
+    opts = (*options, NUMBERS_AS_STRINGS, "1")
+    try:
+        cursor.execute(PROBE_SQL.format(marks=", ".join("?" for _ in opts)), slot, *opts).fetchall()
+    except pyodbc.Error as e:
+        text = _message(e)
+        if NUMBERS_AS_STRINGS in text and "is unknown" in text:
+            return False
+        raise TargetError(f"--slot: {slot}: {text}") from None
+    return True
+
+
+def nan_as_null_columns(cursor: Any, tables: Sequence[str] | None) -> list[str]:
+    """``schema.table.column (type)`` of each column of ``tables`` (every table when None) whose
+    NaN or ±Infinity wal2json writes as null without ``numeric-data-types-as-string``."""
+    wanted = set(tables) if tables else None
+    return [
+        f"{schema}.{table}.{column} ({sql_type})"
+        for schema, table, column, sql_type in cursor.execute(NAN_AS_NULL_COLUMNS_SQL).fetchall()
+        if wanted is None or f"{schema}.{table}" in wanted
+    ]
 
 
 def advance(cursor: Any, slot: str, lsn: int) -> None:

@@ -6,7 +6,9 @@ The rows are read in a REPEATABLE READ transaction that adopted the snapshot the
 text (``CAST(c AS text)``, in the decoding session's settings: DateStyle ISO, bytea as hex)
 and turned into its canonical value by the wal2json reader's own value function, so a row of
 the snapshot is encoded exactly as the same row inserted after the slot would be read from the
-capture. The articles come from the publisher's catalog (applier.catalog.target), as
+capture; a value the reader refuses (a NaN or ±Infinity, which the text shows as it is, a
+timestamp past 9999...) is refused here, naming the table, the row's key and the column, and no
+snapshot file is left. The articles come from the publisher's catalog (applier.catalog.target), as
 ``applier articles --from-target`` makes them.
 """
 
@@ -63,21 +65,24 @@ def write_snapshot(conn: Any, articles: Sequence[Article], path: Path, dialect: 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     rows = 0
-    with tmp.open("w", encoding="utf-8") as f:
-        for a in articles:
-            cols = a.replicated
-            cur = conn.cursor()
-            cur.execute(select_text_sql(a, dialect))
-            while batch := cur.fetchmany(_FETCH):
-                for r in batch:
-                    rows += 1
-                    where = f"{a.name} row {rows}"
-                    image = {
-                        c.name: read_value(c, None, v, f"{where} column {c.name}")
-                        for c, v in zip(cols, r, strict=True)
-                    }
-                    f.write(json.dumps({"article": a.name, "image": image}, ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with tmp.open("w", encoding="utf-8") as f:
+            for a in articles:
+                cols = a.replicated
+                keys = [i for i, c in enumerate(cols) if c.name in a.key]
+                cur = conn.cursor()
+                cur.execute(select_text_sql(a, dialect))
+                while batch := cur.fetchmany(_FETCH):
+                    for r in batch:
+                        rows += 1
+                        key = ", ".join(f"{cols[i].name}={r[i]}" for i in keys)
+                        where = f"--snapshot: {a.name} key ({key})"
+                        image = {c.name: read_value(c, None, v, where) for c, v in zip(cols, r, strict=True)}
+                        f.write(json.dumps({"article": a.name, "image": image}, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a refused value leaves no half snapshot behind
+        raise
     tmp.replace(path)
     return Written(path, rows, tuple(a.name for a in articles))

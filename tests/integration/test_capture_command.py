@@ -159,6 +159,30 @@ def test_a_capture_applied_at_four_streams_converges_to_the_publishers_rows(
         assert rows(target.connection_string, table) == captured["expected"][table], table
 
 
+def test_each_run_records_what_it_asked_the_slot_for(publisher: Publisher, captured: dict[str, Any]) -> None:
+    """``FILE.meta`` beside each capture: a line a run (the one that made the slot, the one that
+    continued), with the options, whether numbers came as strings (wal2json 2.6 and later), and
+    otherwise the published columns whose NaN or ±Infinity would arrive as NULL."""
+    folder = captured["folder"]
+    for name, slot, fmt, version in (("v1", "cap1", "wal2json", "1"), ("v2", "cap2", "wal2json2", "2")):
+        takes = publisher.takes_numbers_as_strings(slot)
+        entries = [json.loads(x) for x in (folder / f"{name}.jsonl.meta").read_text().splitlines()]
+        assert len(entries) == 2, entries
+        for e in entries:
+            assert e["slot"] == slot and e["format"] == fmt
+            assert e["wal2json_options"] == {
+                "format-version": version,
+                "include-lsn": "1",
+                "include-xids": "1",
+                "actions": "insert,update,delete",
+                "add-tables": ",".join(TABLES),
+                **({"numeric-data-types-as-string": "1"} if takes else {}),
+            }
+            assert e["numeric-data-types-as-string"] is takes
+            assert e["nan_as_null_columns"] == ([] if takes else ["public.orders.amount (numeric(12,2))"])
+            assert (e["warning"] is None) is takes
+
+
 # -- refusals: exit code 2, one line naming the option ------------------------------------------
 def _refused(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     assert capture(*args) == 2

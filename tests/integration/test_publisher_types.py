@@ -19,9 +19,12 @@ cast and the type's output function differ (which is what wal2json writes), the 
 (``xml_out``, ``inet_out``); a number of another scale at the subscriber (money, an
 unconstrained numeric) through ``trim_scale``.
 
-What the publisher's own decoding does not carry is asserted as such: wal2json writes a numeric
-NaN and a float NaN or ±Infinity as JSON null (wal2json.c: "not valid JSON values"), so those
-cells arrive NULL, and a NOT NULL column holding one is refused when the capture is read.
+What the publisher's own decoding does not carry is asserted as such: wal2json 2.5 (the one
+installed here; 2.6 has ``numeric-data-types-as-string``) writes a numeric NaN and a float NaN or
+±Infinity as JSON null (wal2json.c: "not valid JSON values"), so those cells arrive NULL: the
+row-for-row comparison reports exactly those rows as different from the publisher's, a NOT NULL
+column holding one is refused when the capture is read, and ``applier capture`` says so, naming
+the columns (its ``--snapshot`` refuses the rows, naming table, key and column).
 Values a mapped type cannot hold at a subscriber (timestamps beyond 0001..9999 or infinite,
 24:00:00, money beyond SQL Server's, a numeric with more digits than its decimal) are refused
 when the capture is read, naming the line, the field and the column, and nothing is applied.
@@ -30,6 +33,7 @@ when the capture is read, naming the line, the field and the column, and nothing
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -42,11 +46,12 @@ import applier
 from applier.catalog.ddl import read_ddl
 from applier.catalog.files import articles_toml
 from applier.catalog.target import read_target
+from applier.cli import main
 from applier.config import load_config, with_overrides
 from applier.errors import InputError
 from applier.sources.formats.wal2json import Wal2json, Wal2json2
 from tests.support import pgvalues as V
-from tests.support.publisher import Publisher, start_publisher
+from tests.support.publisher import Publisher, differences, start_publisher
 
 pytestmark = pytest.mark.integration
 
@@ -153,10 +158,14 @@ def _round_trip(spark: Any, pg: Any, published: dict[str, Any], database: str) -
         assert sub.verdict is applier.Verdict.CONVERGED, (version, sub.check.reason or sub.check.to_json())
         assert sub.check.rows_found == sum(len(rows) for rows in expected.values()), version
         for f in published["families"]:
-            want = expected[f.table]
-            if f.lost:  # NaN and infinities: wal2json writes null
-                want = _sorted(tuple(None if v in f.lost else v for v in r) for r in want)
-            assert as_text(target.connection_string, f) == want, (version, f.table)
+            # Every table equals the publisher's, but for the rows holding a NaN or ±Infinity
+            # (wal2json writes null): those, and only those, differ, holding NULL in those cells.
+            lost = [r for r in expected[f.table] if f.lost & set(r)]
+            assert bool(lost) is bool(f.lost), f.table
+            missing, extra = differences(expected[f.table], as_text(target.connection_string, f))
+            nulled = [tuple(None if v in f.lost else v for v in r) for r in lost]
+            assert _sorted(missing) == _sorted(lost), (version, f.table)
+            assert _sorted(extra) == _sorted(nulled), (version, f.table)
 
 
 def test_every_family_round_trips_in_both_formats_at_four_streams(
@@ -186,6 +195,74 @@ def test_wal2json_writes_nan_and_infinities_as_null(published: dict[str, Any]) -
         lines = Path(published[f"v{version}"]).read_text(encoding="utf-8").splitlines()
         special_lines = [ln for ln in lines if '"t_special"' in ln]
         assert special_lines and not any("NaN" in ln or "Infinity" in ln for ln in special_lines)
+
+
+def test_applier_capture_says_what_becomes_of_nan_and_infinities(
+    publisher: Publisher, published: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What the user is told about that loss. ``applier capture --snapshot`` refuses a row
+    holding a NaN or ±Infinity, naming the table, key, column and value (which the publisher's
+    row holds), and drops the slot it made. Without ``--snapshot``, where wal2json does not take
+    numeric-data-types-as-string (2.5, here), one warning names the columns it can hit, on
+    stderr and in ``FILE.meta``; and what it says is what the capture then holds: null where the
+    publisher holds NaN or ±Infinity (with 2.6, their texts)."""
+    (special,) = [f for f in V.FAMILIES if f.lost]
+    out = tmp_path / "special.jsonl"
+    args = ["capture", "--source", publisher.connection_string, "--slot", "told31", "--format", "wal2json2",
+            "--tables", special.table, "--out", str(out)]  # fmt: skip
+    snapshot = tmp_path / "snap.jsonl"
+    assert main([*args, "--create-slot", "--snapshot", str(snapshot)]) == 2
+    err = capsys.readouterr().err.strip()
+    m = re.fullmatch(
+        r"applier capture: --snapshot: public\.t_special key \(id=(\d+)\): column '(\w+)' \([\w(),]+\): "
+        r"'([-\w]+)' has no equivalent at a SQL Server subscriber's decimal/float "
+        r"\(slot told31 dropped again: nothing was captured\)",
+        err,
+    )
+    assert m, err
+    key, column, value = m.groups()
+    assert value in special.lost
+    assert publisher.rows(f"SELECT {column}::text FROM {special.table} WHERE id = ?", int(key)) == [(value,)]
+    assert publisher.rows("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'told31'") == [(0,)]
+    assert not snapshot.exists() and not snapshot.with_name("snap.jsonl.tmp").exists()
+
+    assert main([*args, "--create-slot"]) == 0
+    warnings = [
+        ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("applier capture: warning:")
+    ]
+    try:
+        takes = publisher.takes_numbers_as_strings("told31")
+        (meta,) = [json.loads(x) for x in Path(f"{out}.meta").read_text(encoding="utf-8").splitlines()]
+        assert meta["numeric-data-types-as-string"] is takes
+        if takes:
+            assert warnings == [] and meta["warning"] is None
+        else:
+            columns = ["public.t_special.r (real)", "public.t_special.f (double precision)",
+                       "public.t_special.n (numeric)"]  # fmt: skip
+            assert meta["nan_as_null_columns"] == columns
+            assert warnings == [f"applier capture: warning: {meta['warning']}"]
+            assert f"in {', '.join(columns)} arrives as NULL" in warnings[0]
+            assert "wal2json 2.6 or later" in warnings[0]
+        # every row rewritten as it is: the capture holds what the warning said
+        publisher.execute(f"UPDATE {special.table} SET r = r, f = f, n = n")
+        assert main(args) == 0
+    finally:
+        publisher.execute("SELECT pg_drop_replication_slot('told31')")
+    captured = {}
+    for line in out.read_text(encoding="utf-8").splitlines():
+        doc = json.loads(line)
+        if doc["action"] == "U":
+            values = {c["name"]: c["value"] for c in doc["columns"]}
+            captured[values["id"]] = values
+    held = publisher.rows(f"SELECT id, r::text, f::text, n::text FROM {special.table}")
+    assert len(captured) == len(held) == special.rows
+    for id_, *texts in held:
+        for name, text in zip(("r", "f", "n"), texts, strict=True):
+            got = captured[id_][name]
+            if text in special.lost:
+                assert got == (text if takes else None), (id_, name)
+            else:
+                assert got == (None if text is None else (text if takes else int(text))), (id_, name)
 
 
 def _parse_each(fmt: type[Wal2json] | type[Wal2json2], articles_file: Path, capture: Path) -> list[str]:

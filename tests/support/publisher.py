@@ -15,13 +15,17 @@ Values are written by the decoding session's output functions: its ``TimeZone`` 
 offsets of ``timestamptz`` texts (``capture(..., timezone=...)``), its ``DateStyle`` the
 date format (ISO here: initdb's default).
 
+:func:`differences` compares a table's rows at the publisher and at a subscriber row for row,
+each row as the same text expressions on both sides.
+
 Needs wal2json for the server's major version (Debian's ``postgresql-<major>-wal2json``, which
 ``make setup`` installs): :func:`start_publisher` fails, naming the package, where it is missing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,6 +103,21 @@ class Publisher:
         """A logical slot decoding with wal2json, from now on."""
         self.execute(("SELECT pg_create_logical_replication_slot(?, ?)", name, PLUGIN))
 
+    def takes_numbers_as_strings(self, slot: str) -> bool:
+        """The installed wal2json's own answer, asked without applier's code: 2.6 and later take
+        ``numeric-data-types-as-string``, 2.5 refuses it as unknown (consumes nothing)."""
+        import pyodbc
+
+        try:
+            self.rows(
+                "SELECT 1 FROM pg_logical_slot_peek_changes(?, NULL, 1, 'numeric-data-types-as-string', '1')",
+                slot,
+            )
+        except pyodbc.Error as e:
+            assert "is unknown" in str(e), e
+            return False
+        return True
+
     def capture(self, slot: str, path: Path, version: int, timezone: str | None = None) -> Path:
         """Everything ``slot`` decodes since the last capture (consumed), in wal2json format
         ``version`` (1 or 2), written one row a line as pg_recvlogical writes it. ``timezone``:
@@ -118,6 +137,21 @@ class Publisher:
         with path.open("w", encoding="utf-8") as f:
             f.writelines(r[0] + "\n" for r in got)
         return path
+
+
+Row = tuple[Any, ...]
+
+
+def differences(publisher: Iterable[Row], subscriber: Iterable[Row]) -> tuple[list[Row], list[Row]]:
+    """(the publisher's rows the subscriber does not hold, the subscriber's rows the publisher
+    does not hold), as multisets (a row twice on one side and once on the other differs once),
+    each sorted with NULLs last: two empty lists when the tables are equal."""
+    pub, sub = Counter(publisher), Counter(subscriber)
+    return _ordered((pub - sub).elements()), _ordered((sub - pub).elements())
+
+
+def _ordered(rows: Iterable[Row]) -> list[Row]:
+    return sorted(rows, key=lambda r: [(v is None, str(v)) for v in r])
 
 
 @contextmanager

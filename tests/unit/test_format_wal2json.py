@@ -6,6 +6,7 @@ line and field."""
 from __future__ import annotations
 
 import json
+from string import Template
 from typing import Any
 
 import pytest
@@ -298,8 +299,115 @@ def test_a_null_in_a_not_null_number_says_what_wal2json_writes_as_null() -> None
         list(Wal2json2({a.name: a}).parse(line, "f.jsonl:3"))
     assert str(e.value) == (
         "f.jsonl:3: columns[1].value: column 'f' (float): NULL in a NOT NULL column (wal2json writes a "
-        "numeric NaN, and a real or double NaN or ±Infinity, as null)"
+        "numeric NaN, and a real or double NaN or ±Infinity, as null without numeric-data-types-as-string, "
+        "which wal2json 2.6 and later take)"
     )
+
+
+# -- numeric-data-types-as-string (wal2json 2.6 and later) ---------------------------------------
+# Hand-written as wal2json 2.6 writes them with the option (wal2json.c: every smallint, integer,
+# bigint, oid, real, double precision and numeric value quoted, NaN and ±Infinity as their text).
+NUMBERS = art(("i8", "bigint"), ("o", "bigint"), ("r", "real"), ("f", "float"), ("n", "decimal(38,10)"))
+V1_LINE = Template(
+    '{"xid":731,"nextlsn":"0/1925F20","change":[{"kind":"insert","schema":"public","table":"t",'
+    '"columnnames":["id","i8","o","r","f","n"],'
+    '"columntypes":["integer","bigint","oid","real","double precision","numeric"],'
+    '"columnvalues":[$id,$i8,$o,$r,$f,$n]}]}'
+)
+V2_LINE = Template(
+    '{"action":"I","xid":731,"lsn":"0/1925E88","schema":"public","table":"t","columns":['
+    '{"name":"id","type":"integer","value":$id},{"name":"i8","type":"bigint","value":$i8},'
+    '{"name":"o","type":"oid","value":$o},{"name":"r","type":"real","value":$r},'
+    '{"name":"f","type":"double precision","value":$f},{"name":"n","type":"numeric","value":$n}]}'
+)
+ROW_TEXTS = {
+    "id": "1",
+    "i8": "-9223372036854775808",
+    "o": "4294967295",
+    "r": "3.4028235e+38",
+    "f": "-0",
+    "n": "1.50",
+}
+
+
+def _line(template: Template, quoted: bool, **values: str) -> str:
+    texts = {**ROW_TEXTS, **values}
+    return template.substitute({k: f'"{v}"' if quoted else v for k, v in texts.items()})
+
+
+def test_numbers_given_as_strings_read_as_the_same_numbers() -> None:
+    """The same row as JSON numbers (what wal2json writes without the option) and as strings, in
+    both versions: the same values, -0 keeping its sign."""
+    got = []
+    for fmt, template in ((Wal2json, V1_LINE), (Wal2json2, V2_LINE)):
+        for quoted in (True, False):
+            line = _line(template, quoted)
+            assert ('"-0"' in line) is quoted
+            (c,) = [i for i in fmt(NUMBERS).parse(line, "f.jsonl:2") if isinstance(i, Change)]
+            assert c.after is not None
+            got.append(dict(c.after))
+    assert (
+        got[0]
+        == got[1]
+        == got[2]
+        == got[3]
+        == {
+            "id": 1,
+            "i8": -9223372036854775808,
+            "o": 4294967295,
+            "r": 3.4028234663852886e38,
+            "f": -0.0,
+            "n": "1.5000000000",
+        }
+    )
+    assert all(str(g["f"]) == "-0.0" for g in got)
+
+
+@pytest.mark.parametrize("special", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize(("column", "index"), [("r", 3), ("f", 4), ("n", 5)])
+def test_nan_and_infinities_as_strings_are_refused_naming_line_column_and_value(
+    special: str, column: str, index: int
+) -> None:
+    """SQL Server's decimal and float hold no NaN or infinity: refused, one line, in both versions."""
+    sql = {"r": "real", "f": "float", "n": "decimal(38,10)"}[column]
+    why = (
+        f"column {column!r} ({sql}): {special!r} has no equivalent at a SQL Server subscriber's decimal/float"
+    )
+    for fmt, template, field in (
+        (Wal2json, V1_LINE, f"change[0].columnvalues[{index}]"),
+        (Wal2json2, V2_LINE, f"columns[{index}].value"),
+    ):
+        line = _line(template, True, **{column: special})
+        with pytest.raises(InputError) as e:
+            list(fmt(NUMBERS).parse(line, "cap.jsonl:12"))
+        assert str(e.value) == f"cap.jsonl:12: {field}: {why}"
+
+
+@pytest.mark.parametrize(
+    ("sql", "value"),
+    [
+        ("float", "nan"),  # any case, as PostgreSQL's input functions take it
+        ("float", " Infinity "),
+        ("real", "+Infinity"),
+        ("decimal(10,2)", "NaN"),  # a constrained numeric holds NaN too
+        ("money", "NaN"),  # not a number money's text can be: refused all the same
+    ],
+)
+def test_every_spelling_of_a_special_number_is_refused(sql: str, value: str) -> None:
+    with pytest.raises(InputError) as e:
+        v2(art(("v", sql)), value)
+    assert "has no equivalent at a SQL Server subscriber's decimal/float" in str(e.value)
+
+
+def test_a_bare_json_nan_is_refused_and_nan_text_is_text() -> None:
+    """Python's json reads a bare NaN (not JSON, but a hand-made file may hold one): refused as
+    the string is; in a text column "NaN" is only text."""
+    line = '{"action":"I","schema":"public","table":"t","columns":[{"name":"id","value":1},{"name":"v","value":NaN}]}'
+    with pytest.raises(InputError) as e:
+        list(Wal2json2(art(("v", "float"))).parse(line, "f.jsonl:1"))
+    assert "column 'v' (float): 'NaN' has no equivalent" in str(e.value)
+    assert v2(art(("v", "nvarchar(10)")), "NaN") == "NaN"
+    assert v2(art(("v", "float")), "1e-45") == 1e-45
 
 
 def test_a_negative_zero_keeps_its_sign() -> None:

@@ -38,7 +38,8 @@ article marks computed are dropped; a column the article does not have is an err
 
 **Values** are read by the article's column kind (the capture's ``columntypes`` / ``type`` is
 only used to recognise ``money`` and ``bytea`` texts): numbers as JSON numbers (read
-exactly, as decimals) or strings; booleans; bit strings (``"0101"``) into text columns;
+exactly, as decimals) or strings (``numeric-data-types-as-string``, wal2json 2.6 and later, and
+a domain over a number in every version); booleans; bit strings (``"0101"``) into text columns;
 ``bytea`` as hex, with or without wal2json's ``\\x`` (``bytea_output = hex``); ``money`` as
 its ``lc_monetary`` text (``"$1,234.50"``, ``"-$3.00"``); dates and timestamps in the
 session's DateStyle: ISO (``2013-11-02 17:30:52.5+01``), Postgres
@@ -50,10 +51,13 @@ session's ``TimeZone`` (pg_recvlogical's ``PGTZ``, else the server's), not the r
 instant whose local text falls outside years 1..9999 (``10000-01-01 05:29:59+05:30``, or
 ``0001-12-31 20:29:08-03:30:52 BC``) is read as its UTC instant when that is inside them.
 Refused, naming the value: BC dates, years past 9999, infinities, a time of 24:00:00, and a
-number with more decimals than its column's scale (rather than rounded). NaN and infinities
-of numeric, real and double precision, which wal2json writes as null, are NULL: nothing in the
-capture tells them from a NULL (in a NOT NULL column they are refused, saying so). Errors name
-file:line and the field (``change[2].columnvalues[4]``, ``columns[3].value``).
+number with more decimals than its column's scale (rather than rounded), and ``"NaN"``,
+``"Infinity"``, ``"-Infinity"`` in a decimal or float column (SQL Server's decimal and float hold
+neither). Without ``numeric-data-types-as-string`` (wal2json 2.5 has none) wal2json writes a NaN
+or ±Infinity of numeric, real and double precision as null: read as NULL, since nothing in the
+capture tells them from a NULL (in a NOT NULL column refused, saying so; ``applier capture`` says
+which columns this can hit when the plugin lacks the option). Errors name file:line and the
+field (``change[2].columnvalues[4]``, ``columns[3].value``).
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -201,10 +206,27 @@ def _bytes(text: str) -> bytes:
         raise _Bad(f"expected bytea as hex (bytea_output = hex), got {text[:40]!r}") from None
 
 
+_NOT_FINITE = {"nan": "NaN", "infinity": "Infinity", "+infinity": "Infinity", "-infinity": "-Infinity"}
+
+
+def _not_finite(v: Any) -> str | None:
+    """PostgreSQL's text of a NaN or ±Infinity given as ``v`` (a string as wal2json 2.6's
+    ``numeric-data-types-as-string`` and a snapshot give it, a bare JSON ``NaN``), else None."""
+    if isinstance(v, str):
+        return _NOT_FINITE.get(v.strip().lower())
+    if isinstance(v, decimal.Decimal) and not v.is_finite():
+        return "NaN" if v.is_nan() else ("-Infinity" if v < 0 else "Infinity")
+    if isinstance(v, float) and not math.isfinite(v):
+        return "NaN" if math.isnan(v) else ("-Infinity" if v < 0 else "Infinity")
+    return None
+
+
 def _python(col: Column, pg_type: str | None, v: Any) -> Any:
     """A wal2json value (JSON-decoded, numbers as Decimal) -> the Python value for encode."""
     kind = col.type.kind
     pg = base_name(pg_type) if pg_type else ""
+    if kind in ("decimal", "float") and (special := _not_finite(v)) is not None:
+        raise _Bad(f"{special!r} has no equivalent at a SQL Server subscriber's decimal/float")
     if kind == "int":
         if isinstance(v, str) and re.fullmatch(r"[+-]?\d+", v.strip()):
             return int(v)
@@ -281,8 +303,12 @@ def _whole_decimals(col: Column, v: Any) -> None:
         )
 
 
-# A null where the article allows none: for a number, what wal2json writes for NaN and ±Infinity.
-_NAN_AS_NULL = " (wal2json writes a numeric NaN, and a real or double NaN or ±Infinity, as null)"
+# A null where the article allows none: for a number, what wal2json writes for NaN and ±Infinity
+# without numeric-data-types-as-string.
+_NAN_AS_NULL = (
+    " (wal2json writes a numeric NaN, and a real or double NaN or ±Infinity, as null without "
+    "numeric-data-types-as-string, which wal2json 2.6 and later take)"
+)
 
 
 def read_value(col: Column, pg_type: str | None, v: Any, where: str) -> Any:
