@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import AccumulatorParam
@@ -108,6 +109,23 @@ class EventDigest:
         return d
 
 
+def _groups(t: pa.Table, columns: tuple[str, ...]) -> tuple[list[tuple[Any, ...]], Any]:
+    """The distinct values of ``columns`` in ``t`` (NULL a value of its own) and each row's
+    group among them: a group-by in numpy. pyarrow's own (``Table.group_by``) runs in Acero,
+    whose import pulls pyarrow.dataset and pandas into every worker (~0.35 s of a new
+    process's first job)."""
+    codes = []
+    values = []
+    for name in columns:
+        enc = pc.dictionary_encode(t.column(name).combine_chunks())
+        idx = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
+        codes.append(idx)
+        values.append([None, *enc.dictionary.to_pylist()])
+    keys, groups = np.unique(np.stack(codes), axis=1, return_inverse=True)
+    distinct = [tuple(values[j][int(keys[j, i])] for j in range(len(columns))) for i in range(keys.shape[1])]
+    return distinct, np.asarray(groups).reshape(-1)
+
+
 def _part(batches: Iterator[pa.RecordBatch], step_chars: int = STEP_CHARS) -> dict[str, Any]:
     got = list(batches)
     if not got:
@@ -124,13 +142,9 @@ def _part(batches: Iterator[pa.RecordBatch], step_chars: int = STEP_CHARS) -> di
             pc.fill_null(counted.column("n"), 0),
             pa.scalar(1, pa.int64()),
         )
-        g = (
-            counted.select(["kind", "outcome", "class"])
-            .append_column("c", one)
-            .group_by(["kind", "outcome", "class"], use_threads=False)
-            .aggregate([("c", "sum")])
-        )
-        out["tallies"] = [[r["kind"], r["outcome"], r["class"], r["c_sum"]] for r in g.to_pylist()]
+        keys, groups = _groups(counted, ("kind", "outcome", "class"))
+        sums = np.bincount(groups, weights=one.to_numpy(zero_copy_only=False), minlength=len(keys))
+        out["tallies"] = [[*k, int(c)] for k, c in zip(keys, sums, strict=True)]
     timed = pc.is_valid(t.column("t_exec"))
     early = pc.or_kleene(pc.is_null(t.column("round")), pc.less(t.column("round"), TIMELINE_ROUNDS))
     few = pc.or_kleene(
@@ -150,26 +164,25 @@ def _part(batches: Iterator[pa.RecordBatch], step_chars: int = STEP_CHARS) -> di
         )
     )
     if own.num_rows:
-        g = (
-            own.select(["stream", "round", "outcome", "t_exec", "class"])
-            .append_column("t_end", pc.coalesce(own.column("t_commit"), own.column("t_exec")))
-            .append_column("c", pc.coalesce(own.column("n"), pa.scalar(1, pa.int64())))
-            .group_by(["stream", "round", "outcome"], use_threads=False)
-            .aggregate([("t_exec", "min"), ("t_end", "max"), ("c", "sum"), ("class", "first")])
-        )
-        # "first" of a group skips nulls only with ignore_nulls (pyarrow's default): as
-        # F.first(ignorenulls=True)
+        keys, groups = _groups(own, ("stream", "round", "outcome"))
+        n = len(keys)
+        t_exec = own.column("t_exec").to_numpy(zero_copy_only=False).astype(float)
+        t_commit = own.column("t_commit")
+        t_end = pc.coalesce(t_commit, own.column("t_exec")).to_numpy(zero_copy_only=False).astype(float)
+        c = pc.coalesce(own.column("n"), pa.scalar(1, pa.int64())).to_numpy(zero_copy_only=False)
+        lo = np.full(n, np.inf)
+        hi = np.full(n, -np.inf)
+        np.minimum.at(lo, groups, t_exec)
+        np.maximum.at(hi, groups, t_end)
+        sums = np.bincount(groups, weights=c, minlength=n)
+        # the first class of a group in row order, NULLs skipped (as F.first(ignorenulls=True))
+        cls = own.column("class").to_pylist()
+        first: list[Any] = [None] * n
+        for g, v in zip(groups.tolist(), cls, strict=True):
+            if v is not None and first[g] is None:
+                first[g] = v
         out["segments"] = [
-            [
-                r["stream"],
-                r["round"],
-                r["outcome"],
-                r["t_exec_min"],
-                r["t_end_max"],
-                r["c_sum"],
-                r["class_first"],
-            ]
-            for r in g.to_pylist()
+            [*k, float(lo[i]), float(hi[i]), int(sums[i]), first[i]] for i, k in enumerate(keys)
         ]
     steps = t.filter(pc.equal(kind, "step"))
     if steps.num_rows:
