@@ -28,7 +28,9 @@ from pathlib import Path
 import pytest
 
 import applier
+from applier.apply.install import LOADER_ROWS
 from applier.sources import hazards
+from applier.verify.scope import AUTO_MIN_ROWS
 from applier.sources.generator import LANES, generate_lane
 from tests.integration.helpers import rows, run
 
@@ -45,7 +47,7 @@ verify = "{verify}"
 
 [workload]
 kind = "key-chains"
-initial_rows = 300
+initial_rows = {initial_rows}
 transactions = 400
 key_update_share = 0.15
 seed = {seed}
@@ -84,7 +86,7 @@ MOMENTS = [
     ("install.procedures", 1),
     ("install.done", 1),
     ("load.batch", 1),
-    ("load.batch", 3),
+    ("load.batch", 3),  # a snapshot large enough for 3 loaders (LARGE): some have committed
     ("load.constraints", 1),
     ("load.done", 1),
     ("apply.share", 1),
@@ -99,6 +101,8 @@ MOMENTS = [
     ("apply.done", 1),
     ("verify.read", 1),
 ]
+# Moments that need a snapshot loaded by several tasks: a small one loads in one (LOADER_ROWS).
+LARGE = {("load.batch", 3): 2 * LOADER_ROWS + 5_000}
 # Other apply paths, fewer moments each.
 OTHER = [
     ("set", "apply.share", 5),
@@ -158,10 +162,16 @@ def _case(
     set_apply: bool,
     verify: str = "auto",
 ):  # type: ignore[no-untyped-def]
+    initial_rows = LARGE.get((point, at), 300)
     cfg_file = tmp_path / f"{name}.toml"
     cfg_file.write_text(
         CONFIG.format(
-            name=name, model=model, set_apply=str(set_apply).lower(), seed=len(name) + at, verify=verify
+            name=name,
+            model=model,
+            set_apply=str(set_apply).lower(),
+            seed=len(name) + at,
+            verify=verify,
+            initial_rows=initial_rows,
         ),
         encoding="utf-8",
     )
@@ -172,8 +182,10 @@ def _case(
 
     _result, report = run(spark, cfg, target, resume=True, custom_sql=[custom])
     assert report["verdict"] == "converged", report.get("divergent", [])[:3]
-    # verify reads by the keys the killed run took (a kill before the load's phase: taken again)
-    assert report["verify"]["mode"] == ("keys" if verify == "touched" else "whole"), report["verify"]
+    # verify reads by the keys the killed run took (a kill before the load's phase: taken again);
+    # in mode auto, a snapshot as large as LARGE's is read by keys too
+    by_keys = verify == "touched" or initial_rows >= AUTO_MIN_ROWS
+    assert report["verify"]["mode"] == ("keys" if by_keys else "whole"), report["verify"]
     audit = Counter((op, int(i)) for op, i in rows(target, f'SELECT op, id FROM "dbo"."audit_{name}"'))
     expected = _expected(cfg)
     if set_apply:
