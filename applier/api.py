@@ -339,9 +339,30 @@ def _session(config: Config, slots: int, changes: str | Path | None, capture: Op
     with C1 alone for a small run)."""
     s = config.spark
     quick = small_run(config, changes, capture)
-    return Starting(
-        lambda: spark_session(slots, master=s.master, conf=dict(s.conf), master_as="master", quick_jit=quick)
-    )
+
+    def start() -> SparkSession:
+        spark = spark_session(slots, master=s.master, conf=dict(s.conf), master_as="master", quick_jit=quick)
+        warm_workers(spark)
+        return spark
+
+    return Starting(start)
+
+
+def warm_workers(spark: SparkSession) -> None:
+    """Start Spark's Python daemon (``applier.sparkworker``: its imports, ~0.6 s) and the JVM's
+    path through an Arrow task, in the background, while the driver reads its input and installs
+    the target: the run's first job would otherwise wait for both. One task of one row, in a job
+    group of its own (not counted in any phase); a session stopped under it ends it."""
+    import threading
+
+    def warm() -> None:
+        try:
+            spark.sparkContext.setJobGroup("applier-warm-up", "start the Python workers", True)
+            spark.range(1, numPartitions=1).mapInArrow(lambda batches: batches, "id long").collect()
+        except Exception:  # noqa: BLE001,S110 - a warm-up only: the run's own jobs say what is wrong
+            pass
+
+    threading.Thread(target=warm, name="applier-warm-up", daemon=True).start()
 
 
 def small_run(config: Config, changes: str | Path | None, capture: Options | None = None) -> bool:

@@ -118,3 +118,28 @@ def test_the_stream_tasks_digest_is_the_digest_of_the_events_they_wrote(
         source=s.source,
     )
     assert again == dataclasses.replace(s, parallelism=None)  # the resets' explanation is added after
+
+
+def test_the_workers_warm_up_runs_one_task_in_a_group_of_its_own(spark) -> None:
+    """``api.warm_workers``: the daemon and the JVM's Arrow path started in the background (the
+    CLI's session, while the target starts); it must run (it swallows what fails: a failure
+    shows here as a job that did not succeed) and stay out of the runs' phases (its own group)."""
+    import time
+
+    from applier.api import warm_workers
+
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup("applier-warm-up"))
+    warm_workers(spark)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        new = [j for j in tracker.getJobIdsForGroup("applier-warm-up") if j not in before]
+        info = tracker.getJobInfo(new[0]) if new else None
+        if info is not None and info.status in ("SUCCEEDED", "FAILED"):
+            break
+        time.sleep(0.05)
+    assert info is not None and info.status == "SUCCEEDED", info
+    stages = [tracker.getStageInfo(s) for s in info.stageIds]
+    assert sum(s.numCompletedTasks for s in stages if s is not None) == 1
+    # the caller's thread keeps its own group: the warm-up set its group in its own thread
+    assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") != "applier-warm-up"
