@@ -30,8 +30,8 @@ import pytest
 import applier
 from applier.apply.install import LOADER_ROWS
 from applier.sources import hazards
-from applier.verify.scope import AUTO_MIN_ROWS
 from applier.sources.generator import LANES, generate_lane
+from applier.verify.scope import AUTO_MIN_ROWS
 from tests.integration.helpers import rows, run
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
