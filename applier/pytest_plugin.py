@@ -237,7 +237,8 @@ def applier_run(
         out_dir = tmp_path / f"applier-run-{next(calls)}"
         where: Any = applier_target
         name = _database_name(request.node.name)
-        if isinstance(applier_target, OdbcTarget):
+        one_database = isinstance(applier_target, OdbcTarget)
+        if one_database:
             pass  # one database: every run drops and installs its tables again
         elif cfg.subscriptions:  # each subscriber a database of its own, new for this run
             subs = tuple(
@@ -247,7 +248,7 @@ def applier_run(
             cfg = cfg.replace(subscriptions=subs)
         sql = [_path(p, base) for p in custom_sql]
         key = None
-        if where is applier_target:  # one database of its own: warm if one is free
+        if where is applier_target and not one_database:  # a database of its own: warm if one is free
             installed = effective_config(cfg) if changes is None else cfg
             key = install_key(installed.articles, sql, cfg.run.set_apply)
             free = [] if fresh or key is None else _applier_warm.get(key, [])
