@@ -27,7 +27,7 @@ test-tsql: setup ## the T-SQL path on a real T-SQL engine: the embedded Babelfis
 test-faults: setup ## kill -9 at 26 seeded moments and resume, connection kills, signals (~30 min)
 	$(BIN)/pytest -m faults
 
-test-e2e: setup ## longer end-to-end runs: plugin per target, hazards' blame, seeded schedules, bench, fuzz, matrix, every capture example (~25 min)
+test-e2e: setup ## longer end-to-end runs: plugin per target, hazards' blame, seeded schedules, bench, fuzz, matrix, every capture example, the publisher matrix (~17 min)
 	$(BIN)/pytest -m e2e
 
 test-spark35: setup ## the smoke tests (-m smoke) on the lowest pyspark pyproject.toml declares (3.5.x), in .venv35
