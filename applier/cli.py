@@ -319,6 +319,10 @@ def cmd_run(a: argparse.Namespace) -> int:
     try:
         config = _config(a)
         config = _spark(a, config, console)
+        from applier.capture.meta import warnings_of
+
+        for w in warnings_of(a.changes):  # what `applier capture` said of these files (FILE.meta)
+            print(f"warning: {w}", file=sys.stderr)
         try:
             target = applier.Target.parse(a.target, keep=a.keep)
         except ApplierError as e:

@@ -46,6 +46,7 @@ from typing import Any
 
 from applier import failpoints
 from applier.capture import slot as pub
+from applier.capture.meta import meta_path
 from applier.capture.snapshot import published, write_snapshot
 from applier.errors import ApplierError, ConfigError, TargetError
 from applier.targets.connstr import redact
@@ -104,12 +105,6 @@ class Numbers:
             "would differ from the publisher unseen (and SQL Server's decimal/float hold neither); with "
             "wal2json 2.6 or later they arrive as text, which applier refuses naming the line and column"
         )
-
-
-def meta_path(out: Path) -> Path:
-    """``FILE.meta`` beside the capture ``FILE``: not a change file's suffix, so a folder of
-    captures is read without it."""
-    return out.with_name(out.name + ".meta")
 
 
 def _numbers(cur: Any, slot: str, version: int, tables: list[str] | None) -> Numbers:
