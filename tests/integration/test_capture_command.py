@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pyodbc
 import pytest
 
 import applier
@@ -26,7 +25,7 @@ from applier.catalog.files import articles_toml
 from applier.catalog.target import read_target
 from applier.cli import main
 from applier.config import load_config, with_overrides
-from tests.support.publisher import Publisher, start_publisher
+from tests.support.publisher import Publisher, start_publisher, text_rows
 
 pytestmark = pytest.mark.integration
 
@@ -67,18 +66,7 @@ SECRET = "Sup3r-S3cret-31"
 
 def rows(cs: str, table: str) -> list[tuple[Any, ...]]:
     """Every row as text, read in UTC, ordered by its key."""
-    conn = pyodbc.connect(cs, autocommit=True)
-    try:
-        cur = conn.cursor()
-        cur.execute("SET TimeZone = 'UTC'")
-        cols = cur.execute(
-            "SELECT string_agg(quote_ident(attname) || '::text', ', ' ORDER BY attnum) FROM pg_attribute "
-            "WHERE attrelid = CAST(? AS regclass) AND attnum > 0 AND NOT attisdropped",
-            table,
-        ).fetchone()[0]
-        return [tuple(r) for r in cur.execute(f"SELECT {cols} FROM {table} ORDER BY 1, 2").fetchall()]
-    finally:
-        conn.close()
+    return text_rows(cs, table, "1, 2")
 
 
 def capture(*args: str) -> int:

@@ -54,7 +54,7 @@ from typing import Any
 
 import pyodbc
 
-from tests.support.publisher import Publisher, start_publisher
+from tests.support.publisher import Publisher, start_publisher, text_rows
 
 TABLES = ("public.accounts", "public.lines", "public.tags")
 KEYS = {"public.accounts": ("id",), "public.lines": ("grp", "n"), "public.tags": ("name",)}
@@ -446,19 +446,7 @@ class Published:
 
 def table_rows(cs: str, table: str) -> list[tuple[Any, ...]]:
     """Every row of ``table``, every column as text, read in a UTC session, ordered by its key."""
-    conn = pyodbc.connect(cs, autocommit=True)
-    try:
-        cur = conn.cursor()
-        cur.execute("SET TimeZone = 'UTC'")
-        cols = cur.execute(
-            "SELECT string_agg(quote_ident(attname) || '::text', ', ' ORDER BY attnum) FROM pg_attribute "
-            "WHERE attrelid = CAST(? AS regclass) AND attnum > 0 AND NOT attisdropped",
-            table,
-        ).fetchone()[0]
-        order = ", ".join(KEYS[table])
-        return [tuple(r) for r in cur.execute(f"SELECT {cols} FROM {table} ORDER BY {order}").fetchall()]
-    finally:
-        conn.close()
+    return text_rows(cs, table, ", ".join(KEYS[table]))
 
 
 def _capture(*args: str) -> None:

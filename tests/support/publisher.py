@@ -142,6 +142,25 @@ class Publisher:
 Row = tuple[Any, ...]
 
 
+def text_rows(cs: str, table: str, order: str) -> list[tuple[Any, ...]]:
+    """Every row of ``table``, every column as text, read in a UTC session, ordered by ``order``
+    (SQL: the table's key columns)."""
+    import pyodbc
+
+    conn = pyodbc.connect(cs, autocommit=True)
+    try:
+        cur = conn.cursor()
+        cur.execute("SET TimeZone = 'UTC'")
+        cols = cur.execute(
+            "SELECT string_agg(quote_ident(attname) || '::text', ', ' ORDER BY attnum) FROM pg_attribute "
+            "WHERE attrelid = CAST(? AS regclass) AND attnum > 0 AND NOT attisdropped",
+            table,
+        ).fetchone()[0]
+        return [tuple(r) for r in cur.execute(f"SELECT {cols} FROM {table} ORDER BY {order}").fetchall()]
+    finally:
+        conn.close()
+
+
 def differences(publisher: Iterable[Row], subscriber: Iterable[Row]) -> tuple[list[Row], list[Row]]:
     """(the publisher's rows the subscriber does not hold, the subscriber's rows the publisher
     does not hold), as multisets (a row twice on one side and once on the other differs once),
