@@ -237,10 +237,9 @@ def applier_run(
         out_dir = tmp_path / f"applier-run-{next(calls)}"
         where: Any = applier_target
         name = _database_name(request.node.name)
+        # an ODBC target is one database: every run drops and installs its tables again
         one_database = isinstance(applier_target, OdbcTarget)
-        if one_database:
-            pass  # one database: every run drops and installs its tables again
-        elif cfg.subscriptions:  # each subscriber a database of its own, new for this run
+        if not one_database and cfg.subscriptions:  # each subscriber a database of its own, new for this run
             subs = tuple(
                 s if s.target is not None else replace(s, database=f"{name}_{i}")
                 for i, s in enumerate(cfg.subscriptions)
@@ -248,7 +247,7 @@ def applier_run(
             cfg = cfg.replace(subscriptions=subs)
         sql = [_path(p, base) for p in custom_sql]
         key = None
-        if where is applier_target and not one_database:  # a database of its own: warm if one is free
+        if not one_database:  # a database of its own: warm if one is free
             installed = effective_config(cfg) if changes is None else cfg
             key = install_key(installed.articles, sql, cfg.run.set_apply)
             free = [] if fresh or key is None else _applier_warm.get(key, [])
