@@ -32,9 +32,12 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from applier import pipeline
+from applier.apply.pace import round_size
+from applier.apply.rendezvous import Observer, observed
 from applier.config import Config, check_config, load_config
 from applier.config.fileformat import spark_settings
 from applier.config.model import SparkSettings
+from applier.config.thresholds import parse as parse_threshold
 from applier.errors import ConfigError, InputError, stop_of
 from applier.pipeline.rundir import finish_run_dir, prepare_run_dir
 from applier.report.files import write_reports
@@ -124,6 +127,7 @@ def run(
     spark_conf: Mapping[str, str] | None = None,
     slot_wait: float | None = None,
     explain_resets: bool = True,
+    observer: Observer | None = None,
 ) -> RunResult:
     """Apply the configured stream (generated, or read from ``changes``) to every subscriber
     with N streams and verify each. ``report`` / ``junit`` / ``html``: also write the JSON
@@ -139,7 +143,10 @@ def run(
     wait of a new session, over the configuration's ``[spark]`` (:func:`spark_of`); a run
     needing more task slots than the session has is refused before anything is set up.
     ``explain_resets``: when most rounds reset, say why and what would run in parallel (a Spark
-    job; the repro tools' tries, which read only their outcome, do without)."""
+    job; the repro tools' tries, which read only their outcome, do without).
+    ``observer``: told of every round as the streams apply it (live metrics:
+    :mod:`applier.apply.observe`). A configuration's ``[load]`` paces the apply and its
+    thresholds are checked on the result (a broken one: exit code 1)."""
     started = time.time()
     reached: list[str] = []
     capture = capture_options(changes_format, capture)
@@ -150,7 +157,7 @@ def run(
             on_phase(text)
 
     try:
-        config = check_config(config)
+        config = paced(check_config(config), changes, capture)
         config = config.replace(spark=spark_of(config, master, spark_conf, slot_wait))
         if not isinstance(spark, SparkSession) and not under_spark_submit():
             # a local[K] too small: refused before any JVM starts
@@ -163,20 +170,22 @@ def run(
             _writable(Path(out_dir), "out_dir", True)
             custom_sql = prepare_run_dir(out_dir, config, changes, snapshot, custom_sql, capture)
             report = report if report is not None else Path(out_dir) / "report.json"
-        result = _run(
-            config,
-            target,
-            changes,
-            snapshot,
-            custom_sql,
-            work_dir,
-            resume,
-            spark,
-            phase,
-            progress,
-            capture,
-            explain_resets,
-        )
+        with observed(observer) if observer is not None else contextlib.nullcontext():
+            result = _run(
+                config,
+                target,
+                changes,
+                snapshot,
+                custom_sql,
+                work_dir,
+                resume,
+                spark,
+                phase,
+                progress,
+                capture,
+                explain_resets,
+            )
+        result = dataclasses.replace(result, thresholds=checked_thresholds(config, result))
     except BaseException as e:
         # A run that ends before its verdict (an error, a signal) still leaves its reports.
         write_unfinished(
@@ -188,6 +197,49 @@ def run(
     if out_dir is not None:
         files.update(finish_run_dir(out_dir, result))
     return dataclasses.replace(result, files={**result.files, **files})
+
+
+def paced(config: Config, changes: str | Path | None = None, capture: Options | None = None) -> Config:
+    """``config`` as its ``[load]`` runs it: at a rate, rounds of the transactions due within
+    ``batch_interval`` (CommitBatchSize caps them); a generated workload of ``duration``
+    holds rate x duration transactions. Refused where pacing cannot hold."""
+    ld = config.load
+    for t in ld.thresholds:
+        th = parse_threshold(t, "[load] thresholds")
+        if th.paced and not ld.paced:
+            raise ConfigError(
+                f"threshold {t!r} reads the apply lag or the rate: pace the run (--rate TPS, or --pace source)"
+            )
+    if not ld.paced:
+        return config
+    if config.run.model != "agent":
+        raise ConfigError(
+            f"a paced run applies with the agent model, not {config.run.model!r} (--model agent)"
+        )
+    if config.run.schedule != "free":
+        raise ConfigError(
+            "a paced run lets the streams race (schedule free): a controlled schedule takes turns"
+        )
+    if ld.duration is not None and (changes is not None or (capture is not None and capture.source)):
+        raise ConfigError(
+            "--duration sizes a generated workload; a change file has its own length (use --rate)"
+        )
+    if ld.pace == "source":
+        raise ConfigError("--pace source is not built yet: replay a capture at a --rate")
+    assert ld.rate is not None
+    run = dataclasses.replace(
+        config.run, commit_batch_size=round_size(ld.rate, ld.batch_interval, config.run.commit_batch_size)
+    )
+    work = config.workload
+    if ld.duration is not None:
+        work = dataclasses.replace(work, transactions=max(1, round(ld.rate * ld.duration)))
+    return config.replace(run=run, workload=work)
+
+
+def checked_thresholds(config: Config, result: RunResult) -> tuple[dict[str, Any], ...]:
+    """Each of the configuration's thresholds against the run's figures."""
+    metrics = result.metrics
+    return tuple(parse_threshold(t).check(metrics, config.load.rate) for t in config.load.thresholds)
 
 
 def write_unfinished(

@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 from applier.articles import PROC_TEMPLATES
 from applier.config import VERIFY_MODES, WORKLOADS, Config, demo_config, load_config, with_overrides
 from applier.errors import ApplierError, ConfigError, Stopped, TargetError, stop_of
+from applier.loadtest.options import add_load, with_load
 from applier.sources.formats import FORMATS, Options
 
 _WORKLOAD_FLAGS = (
@@ -231,12 +232,12 @@ def _config(a: argparse.Namespace) -> Config:
     if "schedule_file" in run:  # following a recorded schedule is a controlled run
         run.setdefault("schedule_strategy", "recorded")
         run.setdefault("schedule", "controlled")
-    if not workload and not run:
-        return cfg
-    try:
-        return with_overrides(cfg, run=run, workload=workload, source="command line")
-    except ConfigError as e:
-        raise ConfigError(_named_options(str(e))) from None
+    if workload or run:
+        try:
+            cfg = with_overrides(cfg, run=run, workload=workload, source="command line")
+        except ConfigError as e:
+            raise ConfigError(_named_options(str(e))) from None
+    return with_load(cfg, a)
 
 
 def _with_ddl(cfg: Config, a: argparse.Namespace) -> Config:
@@ -354,12 +355,13 @@ def cmd_run(a: argparse.Namespace) -> int:
 def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) -> int:
     import applier
     import applier.api
+    from applier.loadtest.live import live_metrics
     from applier.report.console import print_run
     from applier.report.live import LiveProgress
 
     # Spark's JVM starts while the target does (the target keeps this thread: its signals)
     early = applier.api.start_spark(config, a.changes, _capture(a))
-    with target:
+    with target, live_metrics(config, a, console) as metrics:
         console.print(f"target: {target.description}", highlight=False)
         with LiveProgress(console, quiet=a.quiet) as live:
             result = applier.run(
@@ -378,6 +380,7 @@ def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) ->
                 junit=a.junit,
                 html=a.html,
                 spark=early,
+                observer=metrics,
             )
         print_run(result, console, in_all=_since_start(), profile=a.profile)
         for key in ("json", "junit", "html"):
@@ -543,6 +546,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     _add_settings(r)
     _add_run(r)
+    add_load(r)
     _add_spark(r)
     r.add_argument(
         "--target",

@@ -182,6 +182,9 @@ class ApplySummary:
     # Why most rounds reset, when they did (more resets than rounds run in parallel); None
     # otherwise: the analysis runs only then (it costs Spark jobs).
     parallelism: Parallelism | None = None
+    # A paced run (load test): the target rate, the throughput reached and the apply lag
+    # (applier.apply.summary.load_figures); {} otherwise.
+    load: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def skipped(self) -> int:
@@ -205,6 +208,7 @@ class ApplySummary:
         out.update(
             reset_log=[dict(x) for x in self.reset_log],
             timeline=dict(self.timeline),
+            load=dict(self.load),
             stream_stats=[dict(s) for s in self.stream_stats],
             skipped=self.skipped,
             deferred=self.deferred,
@@ -263,14 +267,35 @@ class RunResult:
     # The cost model (applier.pipeline.cost): per phase its seconds, Spark jobs, stages, tasks
     # and the seconds Python workers spent starting.
     cost: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # A load test's thresholds as checked (applier.config.thresholds.Threshold.check): a broken
+    # one fails a converged run (exit 1)
+    thresholds: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def verdict(self) -> Verdict:
         return Verdict.merge(s.verdict for s in self.subscriptions)
 
     @property
+    def broken(self) -> tuple[Mapping[str, Any], ...]:
+        """The thresholds the run broke."""
+        return tuple(t for t in self.thresholds if not t["held"])
+
+    @property
     def exit_code(self) -> int:
-        return self.verdict.exit_code
+        code = self.verdict.exit_code
+        return 1 if code == 0 and self.broken else code
+
+    @property
+    def metrics(self) -> dict[str, float | None]:
+        """The figures a threshold or a comparison reads (applier.config.thresholds.METRICS):
+        over several subscribers the worst of each."""
+        per = [_metrics(s) for s in self.subscriptions]
+        out: dict[str, float | None] = {}
+        for name in {k for m in per for k in m}:
+            got = [m[name] for m in per if m.get(name) is not None]
+            low = name in ("throughput", "commands_per_s")
+            out[name] = (min(got) if low else max(got)) if got else None  # type: ignore[type-var]
+        return out
 
     def subscription(self, name: str) -> SubscriptionResult:
         for s in self.subscriptions:
@@ -309,3 +334,22 @@ class RunResult:
             for k, v in s.phases.items():
                 out[k] = out.get(k, 0.0) + v
         return out
+
+
+def _metrics(s: SubscriptionResult) -> dict[str, float | None]:
+    sm = s.summary
+    out: dict[str, float | None] = {
+        "resets": sm.resets,
+        "conflicts": sum(sm.conflicts.values()),
+        "divergent": s.check.divergent_rows,
+        "apply_seconds": sm.apply_seconds,
+        "commands_per_s": sm.throughput,
+        "throughput": round(sm.transactions / sm.apply_seconds, 2) if sm.apply_seconds > 0 else None,
+    }
+    if sm.load.get("throughput") is not None:  # a paced run: over its paced window
+        out["throughput"] = sm.load["throughput"]
+        out["commands_per_s"] = sm.load["commands_per_s"]
+    pcts = sm.load.get("lag", {}).get("percentiles", {}) if sm.load else {}
+    for k in ("p50", "p90", "p99", "p999", "max", "mean"):
+        out[f"lag_{k}"] = pcts.get(k)
+    return out

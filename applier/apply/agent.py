@@ -28,6 +28,7 @@ from applier import failpoints
 from applier.apply.events import RESET_LOG, Events
 from applier.apply.gate import GateClient, meet
 from applier.apply.job import StreamJob
+from applier.apply.pace import LagRecorder, agree_start, commits_of, wait_until
 from applier.apply.rendezvous import Address
 from applier.apply.sender import (
     Failure,
@@ -98,6 +99,33 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
         sender.attach(rdv if isinstance(rdv, GateClient) else None)
         wait_s = 0.0
         n_cmds = 0
+        live = job.live and not isinstance(rdv, GateClient)
+        start = agree_start(rdv.all_gather) if job.pace is not None else time.time()
+        lags = LagRecorder(job.pace, start) if job.pace is not None else None
+
+        def tell(
+            state: str,
+            r: int,
+            rows: Sequence[Row] = (),
+            lagged: Sequence[float] = (),
+            **more: Any,
+        ) -> None:
+            """A live report of this stream: its state, and what a commit carried (its commands
+            but those the error policy skipped, its transactions, their lags)."""
+            if live:
+                skipped_n = int(more.pop("skipped", 0))
+                msg: dict[str, Any] = {"state": state, "round": r, **more}
+                if rows:
+                    msg["commands"] = len(rows) - skipped_n
+                    msg["xacts"] = sorted(set(_xacts(rows)))  # a transaction may span streams
+                if lagged:
+                    msg["lag"] = [round(x, 6) for x in lagged]
+                rdv.report(msg)
+
+        def lag_events() -> None:
+            if lags is not None:
+                for e in lags.drain():
+                    ev.add("lag", **e)
 
         def skip(f: Failure) -> bool:
             return job.error_policy.skips(f.cls, f.code)
@@ -155,6 +183,9 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                 continue
             n_cmds += len(share)
             sender.round = r
+            if job.pace is not None and r > done_round:
+                wait_until(start + job.pace.round_due(r, job.transactions))
+            tell("applying", r)
             t_round = time.perf_counter()
             t_exec = time.time()
             calls = planned_calls if planned_calls is not None else sender.calls(share)
@@ -165,6 +196,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                 # The next share's calls are built while the other streams finish this round.
                 ahead = take(r + 1)
             if failure is not None:
+                tell("conflict", r, cls=failure.cls)
                 ev.add(
                     "conflict",
                     lsn=failure.lsn,
@@ -209,8 +241,26 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                     t_commit=t_done,
                 )
                 t_wait = time.perf_counter()
-                rdv.barrier()  # everyone committed before anyone starts the next round
+                if lags is None:
+                    rdv.barrier()  # everyone committed before anyone starts the next round
+                    lagged: list[float] = []
+                else:
+                    # the same meeting, with when each stream committed which transactions:
+                    # a transaction is applied when its last part is (stream 0 records it)
+                    held = sorted(set(_xacts(share))) if share else []
+                    lags.part(s, held, t_done, r)
+                    parts = [json.loads(m) for m in rdv.all_gather(json.dumps([t_done, held]))]
+                    lagged = lags.whole(commits_of(parts), r) if s == 0 else []
+                    lag_events()
                 wait_s += time.perf_counter() - t_wait
+                tell(
+                    "committed",
+                    r,
+                    share,
+                    lagged,
+                    skipped=len(skipped),
+                    seconds=round(time.perf_counter() - t_round, 6),
+                )
                 if s == 0:
                     ev.add(
                         "round",
@@ -254,6 +304,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                     ev.command(row, "rolled_back")
             shares = rdv.all_gather(json.dumps(slim(share)))
             result: dict[str, Any] | None = None
+            tell("reapplying" if s == 0 else "waiting", r)
             if s == 0:
                 message = RESET_LOG.format(n=job.streams)
                 # Said once, by the run's summary (the events keep it); here only for -v.
@@ -262,6 +313,19 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                 )
                 merged = sorted((row for sh in shares for row in json.loads(sh)), key=lambda x: x["lsn"])
                 result = _reapply(sender, merged, job, r, skip, ev)
+                if not result["fatal"] and merged:
+                    lagged = []
+                    if lags is not None:
+                        for st in {int(x) for x in _streams(merged)}:
+                            lags.part(
+                                st,
+                                [x for x, y in zip(_xacts(merged), _streams(merged), strict=True) if y == st],
+                                result["t"],
+                                r,
+                            )
+                        lagged = lags.whole(commits_of([(result["t"], _xacts(merged))]), r)
+                        lag_events()
+                    tell("reapplied", r, merged, lagged, skipped=result.get("skipped", 0))
                 ev.add("log", round_=r, message=message, cls=",".join(sorted({f.cls for f in failures})))
                 ev.add(
                     "round",
@@ -277,6 +341,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
             fatal = bool(json.loads(outcome[0])["fatal"])
             ev.steps(s, sender.steps)
             yield from ev.drain()
+        tell("done", job.rounds)
         rdv.close()
         with contextlib.suppress(Exception):  # already gone
             sender.conn.close()
@@ -348,7 +413,7 @@ def _reapply(
             t_exec=t_exec,
             t_commit=t_done,
         )
-        return {"fatal": False}
+        return {"fatal": False, "t": t_done, "skipped": len(skipped)}
     with contextlib.suppress(Exception):  # a lost connection cannot roll back; the server did
         sender.rollback()
     ev.add(
@@ -373,6 +438,14 @@ def _reapply(
         ev.add("log", round_=r, outcome=outcome, cls=failure.cls, code=failure.code, message=failure.message)
     log.error("round %d failed on the single connection: %s", r, failure.message)
     return {"fatal": True, "message": failure.message}
+
+
+def _xacts(rows: Sequence[Row]) -> list[int]:
+    return rows.values("xact_index") if isinstance(rows, Share) else [r["xact_index"] for r in rows]
+
+
+def _streams(rows: Sequence[Row]) -> list[int]:
+    return rows.values("stream") if isinstance(rows, Share) else [r["stream"] for r in rows]
 
 
 def run_agent(spark: SparkSession, laid_out: DataFrame, job: StreamJob, out_path: str) -> Streamed:

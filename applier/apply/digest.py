@@ -148,7 +148,7 @@ def _part(batches: Iterator[pa.RecordBatch], step_chars: int = STEP_CHARS) -> di
     timed = pc.is_valid(t.column("t_exec"))
     early = pc.or_kleene(pc.is_null(t.column("round")), pc.less(t.column("round"), TIMELINE_ROUNDS))
     few = pc.or_kleene(
-        pc.is_in(kind, pa.array(["log", "stream", "conflict"])),
+        pc.is_in(kind, pa.array(["log", "stream", "conflict", "lag"])),
         pc.and_kleene(pc.and_kleene(pc.is_in(kind, pa.array(["share", "round"])), timed), early),
     )
     kept = t.filter(pc.fill_null(few, False)).select(list(_KEPT))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from applier.apply.gate import ScheduleSpec
+from applier.apply.pace import Pace
 from applier.articles import Article
 from applier.config import ErrorPolicy
 from applier.targets.connection import REAPPLY, RetryPolicy
@@ -35,3 +36,9 @@ class StreamJob:
     # The commands of the laid-out stream, where the plan counted them (a controlled schedule's
     # scheduler needs the count: None, it counts them itself, a Spark job)
     commands: int | None = None
+    # A load test's pace (applier.apply.pace): rounds start when their transactions are due
+    # and each transaction's apply lag is recorded; None: as fast as the streams go.
+    pace: Pace | None = None
+    transactions: int | None = None  # the stream's transactions, where counted (the last round's due)
+    # The streams report each round to the driver as they go (live metrics, -P progress lines)
+    live: bool = False

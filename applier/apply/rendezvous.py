@@ -11,6 +11,11 @@ and meets through this coordinator instead: the driver runs a small TCP server f
 A stream that dies closes its socket; the server then drops every peer so that the others
 fail fast instead of waiting forever, and waits for a new set (Spark retries a failed
 barrier stage as a whole).
+
+A stream may also *report* (:meth:`Rendezvous.report`): a message that asks no answer, handed to
+the stage's observer on the driver as it arrives (the live metrics of a load test:
+:mod:`applier.apply.observe`). The coordinator reads every stream at once (``select``), so it
+also tells the observer when each stream reached a meeting and when all met.
 """
 
 from __future__ import annotations
@@ -18,14 +23,48 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+import select
 import socket
 import struct
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 _HDR = struct.Struct("!I")
 _TIMEOUT_S = 6 * 3600.0  # a round may legitimately take long (lock waits, huge rounds)
 _BYE = b"\x00bye"
+_REPORT = b"\x01"  # a report's first byte (a gather's message is JSON: never this byte)
+
+
+class Observer:
+    """What a coordinator tells about its streams (the default: nothing is done)."""
+
+    def report(self, stream: int, payload: dict[str, object]) -> None:
+        """Stream ``stream`` reported ``payload``."""
+
+    def arrived(self, stream: int) -> None:
+        """Stream ``stream`` reached a meeting and waits for the others."""
+
+    def met(self) -> None:
+        """Every stream reached the meeting; all go on."""
+
+
+_observers: list[Observer] = []
+
+
+def observing() -> bool:
+    """Whether an observer listens (the streams then report each round)."""
+    return bool(_observers)
+
+
+@contextlib.contextmanager
+def observed(observer: Observer) -> Iterator[None]:
+    """Coordinators started inside tell ``observer`` (the driver's process: one at a time)."""
+    _observers.append(observer)
+    try:
+        yield
+    finally:
+        _observers.remove(observer)
 
 
 def _send(sock: socket.socket, payload: bytes) -> None:
@@ -69,6 +108,7 @@ class Coordinator(threading.Thread):
         self.address = Address(host, self.listener.getsockname()[1], self.token, streams)
         self._halt = threading.Event()
         self.error: BaseException | None = None
+        self.observer = _observers[-1] if _observers else Observer()
 
     def stop(self) -> None:
         self._halt.set()
@@ -114,7 +154,7 @@ class Coordinator(threading.Thread):
                 return
             try:
                 while True:
-                    msgs = [_recv(p) for p in order]
+                    msgs = self._gather(order)
                     if all(m == _BYE for m in msgs):
                         break
                     combined = b"[" + b",".join(msgs) + b"]"
@@ -126,6 +166,27 @@ class Coordinator(threading.Thread):
                 for p in order:
                     with contextlib.suppress(OSError):
                         p.close()
+
+    def _gather(self, order: list[socket.socket]) -> list[bytes]:
+        """One message from every stream, read as they come; reports go to the observer."""
+        msgs: list[bytes | None] = [None] * len(order)
+        index = {p.fileno(): i for i, p in enumerate(order)}
+        while any(m is None for m in msgs):
+            waiting = [p for i, p in enumerate(order) if msgs[i] is None]
+            ready, _, _ = select.select(waiting, [], [], _TIMEOUT_S)
+            if not ready:
+                raise TimeoutError("no stream spoke at the rendezvous")
+            for p in ready:
+                i = index[p.fileno()]
+                m = _recv(p)
+                if m[:1] == _REPORT:
+                    with contextlib.suppress(ValueError):
+                        self.observer.report(i, json.loads(m[1:]))
+                    continue
+                msgs[i] = m
+                self.observer.arrived(i)
+        self.observer.met()
+        return [m for m in msgs if m is not None]
 
 
 class Rendezvous:
@@ -145,6 +206,10 @@ class Rendezvous:
 
     def barrier(self) -> None:
         self.all_gather("")
+
+    def report(self, payload: dict[str, object]) -> None:
+        """Tell the driver's observer ``payload`` (no answer, no wait)."""
+        _send(self.sock, _REPORT + json.dumps(payload).encode())
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

@@ -9,6 +9,7 @@ from typing import Any, cast
 from pyspark.sql import DataFrame
 
 from applier.apply.digest import TIMELINE_ROUNDS, EventDigest, digest_events
+from applier.apply.pace import Pace, lag_report
 from applier.results import CONFLICT_CLASSES, ApplySummary
 
 RESET_LOG_SHOWN = 50  # reset lines kept in the summary (the events keep every one)
@@ -26,6 +27,7 @@ def summarize(
     snapshot_rows: int = 0,
     source: str = "",
     digest: EventDigest | None = None,
+    pace: Pace | None = None,
 ) -> ApplySummary:
     """Outcomes, conflicts and rounds counted over the events; the reset log and the per-stream
     figures from the few ``log`` and ``stream`` events. ``digest``: the events' digest, if the
@@ -77,7 +79,26 @@ def summarize(
         snapshot_rows=snapshot_rows,
         source=source,
         timeline=timeline(d, streams, rounds),
+        load=load_figures(d, pace, transactions, commands),
     )
+
+
+def load_figures(d: EventDigest, pace: Pace | None, transactions: int, commands: int) -> dict[str, Any]:
+    """A paced run's figures: the target rate, what was reached over the paced window (the
+    agreed start to the last commit), and the apply lag (:func:`applier.apply.pace.lag_report`);
+    {} for a run that was not paced."""
+    if pace is None:
+        return {}
+    lag = lag_report(d.of("lag"))
+    window = lag["seconds"]
+    return {
+        "rate": pace.rate,
+        "round_size": pace.round_size,
+        "window_seconds": window,
+        "throughput": round(transactions / window, 2) if window > 0 else None,
+        "commands_per_s": round(commands / window, 1) if window > 0 else None,
+        "lag": lag,
+    }
 
 
 def reset_log(digest: EventDigest, log_rows: list[Any], streams: int) -> tuple[dict[str, Any], ...]:

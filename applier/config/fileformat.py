@@ -31,17 +31,20 @@ from applier.articles import PROC_TEMPLATES, Delivery, parse_type
 from applier.config.model import (
     HAZARD_WORKLOADS,
     MODELS,
+    PACES,
     PARTITIONS,
     SCHEDULE_STRATEGIES,
     SCHEDULES,
     SLOT_WAIT_SECONDS,
     VERIFY_MODES,
     WORKLOADS,
+    LoadSettings,
     RunSettings,
     SparkSettings,
     Workload,
 )
 from applier.config.policy import POLICY_FORMS, ErrorPolicy
+from applier.config.thresholds import parse as parse_threshold
 from applier.errors import ConfigError
 
 _RUN, _WORKLOAD = RunSettings(), Workload()  # the defaults are the domain model's
@@ -377,6 +380,63 @@ class SparkSection(_Table):
         return SparkSettings(self.master, tuple((k, text(v)) for k, v in self.conf.items()), self.slot_wait)
 
 
+class LoadSection(_Table):
+    """[load]: a load test's pace and thresholds."""
+
+    rate: float | None = Field(default=None, gt=0, description="transactions per second to apply at")
+    pace: str | None = Field(
+        default=None,
+        description="source: replay a capture at its own commit times",
+        json_schema_extra=_enum(PACES),
+    )
+    speed: float = Field(default=1.0, gt=0, description="pace source: how much faster than the capture")
+    duration: float | None = Field(
+        default=None,
+        gt=0,
+        description="seconds of a generated workload at the rate (rate x duration transactions)",
+    )
+    batch_interval: float = Field(
+        default=0.1, gt=0, le=3600, description="seconds of due transactions a paced round takes at most"
+    )
+    thresholds: list[str] = Field(
+        default_factory=list,
+        description="what the run must hold, e.g. lag_p99<2s, resets<=3, throughput>=0.95*rate",
+    )
+
+    @field_validator("pace")
+    @classmethod
+    def _pace(cls, v: str | None) -> str | None:
+        if v is not None and v not in PACES:
+            raise ValueError(f"unknown pace {v!r} ({', '.join(PACES)})")
+        return v
+
+    @field_validator("thresholds")
+    @classmethod
+    def _thresholds(cls, v: list[str]) -> list[str]:
+        for t in v:
+            _checked(parse_threshold, t)
+        return v
+
+    @model_validator(mode="after")
+    def _one_pace(self) -> LoadSection:
+        if self.rate is not None and self.pace is not None:
+            raise ValueError("rate and pace exclude each other: a rate, or the source's own commit times")
+        if self.duration is not None and self.rate is None:
+            raise ValueError("duration needs a rate (the workload holds rate x duration transactions)")
+        return self
+
+    def settings(self, table: Mapping[str, str] | None) -> LoadSettings:
+        more = [f"{metric}{cond}" for metric, cond in (table or {}).items()]
+        return LoadSettings(
+            self.rate,
+            self.pace,
+            self.speed,
+            self.duration,
+            self.batch_interval,
+            tuple([*self.thresholds, *more]),
+        )
+
+
 def spark_settings(table: Mapping[str, Any], source: str) -> SparkSettings:
     """A [spark] table given outside a file (the command line, the API), checked as a file's
     would be; errors read ``{source}: spark.{key}: ...``."""
@@ -404,6 +464,17 @@ class ConfigFile(_Table):
     spark: SparkSection = Field(
         default_factory=lambda: SparkSection(), description="where Spark runs: master, properties"
     )
+    load: LoadSection = Field(default_factory=lambda: LoadSection(), description="a load test's pace")
+    thresholds: dict[str, str] | None = Field(
+        default=None, description='what the run must hold: metric = condition, e.g. lag_p99 = "<2s"'
+    )
+
+    @field_validator("thresholds")
+    @classmethod
+    def _conditions(cls, v: dict[str, str] | None) -> dict[str, str] | None:
+        for metric, cond in (v or {}).items():
+            _checked(parse_threshold, f"{metric}{cond}", f"thresholds.{metric}")
+        return v
 
 
 def json_schema() -> dict[str, Any]:

@@ -24,6 +24,7 @@ from applier.config.demo import demo_articles
 from applier.config.fileformat import (
     ArticleEntry,
     ConfigFile,
+    LoadSection,
     Loc,
     Problems,
     RunSection,
@@ -241,8 +242,17 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     settings = RunSettings(**{**run.model_dump(), "error_policy": ErrorPolicy.parse(run.error_policy)})
     generator = Workload(**{**workload.model_dump(), "key_update_share": float(workload.key_update_share)})
     spark = quiet(SparkSection, data.get("spark", {}))
-    assert spark is not None  # else a problem says why
-    return Config(articles, settings, generator, source, tuple(subscriptions), spark.settings())
+    load = quiet(LoadSection, data.get("load", {}))
+    assert spark is not None and load is not None  # else a problem says why
+    return Config(
+        articles,
+        settings,
+        generator,
+        source,
+        tuple(subscriptions),
+        spark.settings(),
+        load.settings(data.get("thresholds")),
+    )
 
 
 def load_config(path: str | Path) -> Config:

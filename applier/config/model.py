@@ -87,6 +87,31 @@ class RunSettings:
     verify: str = "auto"
 
 
+PACES = ("source",)  # --pace: a replayed capture at its own commit times
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """A load test's pace and pass marks (applier.apply.pace, applier.config.thresholds).
+
+    ``rate``: transactions per second the stream is applied at; ``pace``: "source" replays a
+    capture at its commit times, scaled by ``speed``; ``duration``: seconds of a generated
+    workload at ``rate`` (it then holds rate x duration transactions); ``batch_interval``: the
+    seconds of due transactions a round takes at most (CommitBatchSize still caps it);
+    ``thresholds``: what the run must hold, else it exits 1."""
+
+    rate: float | None = None
+    pace: str | None = None
+    speed: float = 1.0
+    duration: float | None = None
+    batch_interval: float = 0.1
+    thresholds: tuple[str, ...] = ()
+
+    @property
+    def paced(self) -> bool:
+        return self.rate is not None or self.pace is not None
+
+
 SLOT_WAIT_SECONDS = 30.0  # how long a cluster's executors may take to register (spark.slot_wait)
 _SECRET_CONF = re.compile(r"password|secret|token|credential|\.key$|access\.?key", re.IGNORECASE)
 
@@ -182,6 +207,7 @@ class Config:
     source: str = "<defaults>"
     subscriptions: tuple[Subscription, ...] = ()
     spark: SparkSettings = field(default_factory=SparkSettings)
+    load: LoadSettings = field(default_factory=LoadSettings)
 
     def __post_init__(self) -> None:
         # The run's procedure schema and template reach every article, a hazard workload's too.
@@ -215,6 +241,9 @@ class Config:
             out["subscriptions"] = [subscription_to_dict(s) for s in self.subscriptions]
         if self.spark != SparkSettings():
             out["spark"] = self.spark.to_dict()
+        if self.load != LoadSettings():
+            out["load"] = {k: v for k, v in dataclasses.asdict(self.load).items() if k != "thresholds"}
+            out["load"]["thresholds"] = list(self.load.thresholds)
         return out
 
 

@@ -25,6 +25,8 @@ from applier.apply.events import EVENT_SCHEMA
 from applier.apply.gate import ScheduleSpec, order_of
 from applier.apply.install import add_constraints, install, load_snapshot
 from applier.apply.job import StreamJob
+from applier.apply.pace import Pace
+from applier.apply.rendezvous import observing
 from applier.apply.summary import summarize
 from applier.articles import Article
 from applier.config import Config, RunSettings, Subscription
@@ -332,6 +334,7 @@ def _subscription(
             snapshot_rows=loaded,
             source=cs.origin,
             digest=digest,
+            pace=job.pace,
         )
         say("verifying" if whole else f"{sub.name}: verifying")
         final = sub_articles(schemas, sub, {n: len(v) for n, v in schemas.versions.items()})
@@ -575,6 +578,8 @@ def stream_job(
         set_apply=set_apply,
         batch_events=not segmented,
         schedule=schedule,
+        pace=Pace(rs.commit_batch_size, rate=config.load.rate) if config.load.rate is not None else None,
+        live=observing(),
     )
 
 

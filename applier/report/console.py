@@ -41,11 +41,57 @@ def print_run(
                     f"  schema change lsn {ch['lsn']} {ch['article']} -> version {ch['version']}: {ch['change']}"
                 )
         print_summary(subscription_report(sub, result.settings), c, show)
+        if sub.summary.load:
+            print_load(sub.summary.load, c)
+    if result.thresholds:
+        print_thresholds(result.thresholds, c)
     if profile:
         print_cost(result.cost, c)
     if in_all is not None:
         run = f"; the run {result.seconds:.1f} s" if result.seconds is not None else ""
         c.print(f"in all: {in_all:.1f} s from the command's start{run}", highlight=False)
+
+
+def print_load(load: Mapping[str, Any], console: Console | None = None) -> None:
+    """A paced run: the target rate against what was reached, and the apply lag's percentiles
+    overall and per stream."""
+    c = console or Console()
+    lag = load.get("lag") or {}
+    rate = load.get("rate")
+    head = f"paced at {rate:,.1f} tps" if rate else "paced"
+    c.print(
+        f"{head}: reached {load.get('throughput') or 0:,.1f} tps, rounds of {load.get('round_size')} transactions",
+        highlight=False,
+    )
+    t = Table(title="apply lag (seconds)", title_justify="left")
+    names = ("p50", "p90", "p99", "p999", "max")
+    for name in ("", "transactions", *names):
+        t.add_column(name.replace("p999", "p99.9"), justify="left" if not name else "right")
+
+    def row(label: str, n: Any, pc: Mapping[str, Any]) -> None:
+        t.add_row(
+            label, f"{n:,}" if n is not None else "", *(f"{pc[k]:.4f}" if k in pc else "-" for k in names)
+        )
+
+    row("all", lag.get("transactions"), lag.get("percentiles") or {})
+    for stream, pc in (lag.get("per_stream") or {}).items():
+        row(f"stream {stream}", None, pc)
+    c.print(t)
+
+
+def print_thresholds(checked: Any, console: Console | None = None) -> None:
+    """Each threshold: held or broken, with the value measured."""
+    c = console or Console()
+    for th in checked:
+        value = th.get("value")
+        shown = "not measured" if value is None else f"{value:,.4g}"
+        why = f" ({th['why']})" if th.get("why") else ""
+        if th["held"]:
+            c.print(f"[green]threshold held[/]: {th['threshold']} (measured {shown})", highlight=False)
+        else:
+            c.print(
+                f"[bold red]threshold broken[/]: {th['threshold']} (measured {shown}){why}", highlight=False
+            )
 
 
 def print_cost(cost: Mapping[str, Mapping[str, Any]], console: Console | None = None) -> None:

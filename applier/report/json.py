@@ -93,6 +93,7 @@ def subscription_report(sub: SubscriptionResult, settings: Mapping[str, Any]) ->
         "verify": dict(c.verify),
         "timeline": {k: v for k, v in s.timeline.items() if k != "throughput"},
         "throughput_series": s.timeline.get("throughput"),
+        "load": dict(s.load),
     }
 
 
@@ -100,8 +101,15 @@ def run_report(result: RunResult) -> dict[str, Any]:
     """A plain run's report is its one subscriber's; with [[subscriptions]], one per subscriber
     under ``subscriptions``, with the merged verdict and exit code."""
     head = {**envelope(result.started, result.seconds), "cost": {k: dict(v) for k, v in result.cost.items()}}
+    if result.thresholds:
+        head["thresholds"] = [dict(t) for t in result.thresholds]
     if result.implicit and len(result.subscriptions) == 1:
-        return {**head, **subscription_report(result.subscriptions[0], result.settings)}
+        # a broken threshold fails a converged run
+        return {
+            **head,
+            **subscription_report(result.subscriptions[0], result.settings),
+            "exit_code": result.exit_code,
+        }
     return {
         **head,
         "verdict": result.verdict.value,
