@@ -664,6 +664,7 @@ _EXTRA = {
     "applier.capture.command": ("capture",),
     "applier.explain.command": ("streams",),
     "applier.repro.command": ("explore", "shrink", "export", "replay"),
+    "applier.loadtest.command": ("compare", "capacity"),
 }
 
 
@@ -679,14 +680,22 @@ def _register_extra(sub: Any, command: str | None = None) -> list[str]:
         m = importlib.import_module(module)
         if module == "applier.explain.command":
             names.append(m.register(sub, _add_settings, _add_run, _add_capture, _config, _capture))
-        elif module == "applier.repro.command":
+        elif module in ("applier.repro.command", "applier.loadtest.command"):
             names += m.register(sub, _add_settings, _add_run, _config)
         else:
             names.append(m.register(sub))
     return names
 
 
-_NO_SPARK = ("procs", "schema", "clean", "lint", "articles", "capture")  # commands that never start Spark
+_NO_SPARK = (
+    "procs",
+    "schema",
+    "clean",
+    "lint",
+    "articles",
+    "capture",
+    "compare",
+)  # commands that never start Spark
 _REPRO = ("explore", "shrink", "export", "replay")  # applier.repro
 COMMANDS = (
     "run",
@@ -702,6 +711,8 @@ COMMANDS = (
     "matrix",
     "bench",
     *_REPRO,
+    "compare",
+    "capacity",
 )
 
 

@@ -17,21 +17,32 @@ others may not have), ``apply.reapply`` (a reset round re-applied on one connect
 committed), ``apply.reapplied`` (committed), ``apply.done``, ``verify.read``; and
 ``applier capture``'s ``capture.written`` (a batch written and fsynced to ``--out``, not yet
 confirmed on the slot).
+
+``APPLIER_FAILPOINT=<name>:sleep=<seconds>`` makes every pass sleep instead: a build made slower
+on purpose, which ``applier compare`` must catch.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 
 _SPEC = os.environ.get("APPLIER_FAILPOINT", "")
 _NAME, _, _AT = _SPEC.partition("@")
+_SLEEP: float | None = None
+if ":sleep=" in _SPEC:
+    _NAME, _, _secs = _SPEC.partition(":sleep=")
+    _AT, _SLEEP = "", float(_secs)
 _DIR = os.environ.get("APPLIER_FAILPOINT_DIR", "")
 
 
 def reach(name: str) -> None:
     """Pass the fail point ``name``: kill the run here if the test asked for this pass."""
     if name != _NAME:
+        return
+    if _SLEEP is not None:
+        time.sleep(_SLEEP)
         return
     if count_pass(os.path.join(_DIR or ".", f"failpoint-{name}")) == int(_AT or "1"):
         _kill_session()
