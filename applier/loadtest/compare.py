@@ -4,8 +4,8 @@ Both runs are read from their reports (a run folder's ``report.json``, or the JS
 itself). Compared per subscriber: throughput (higher is better), the apply lag's
 percentiles, the share of rounds reset to one stream, and the phases' seconds (lower is
 better). A metric regresses when the candidate is worse than the baseline by more than the
-tolerance; differences below a metric's floor (timer noise: 10 ms of lag, 0.5 s of a phase)
-never count. Resets compare as the share of rounds reset, in points: a 10% tolerance lets
+tolerance; differences below a metric's floor never count: 100 ms of lag (a paced round's
+default interval: the lag's own granularity) and 1 s of a phase (a cold process's jitter). Resets compare as the share of rounds reset, in points: a 10% tolerance lets
 10 more rounds in 100 reset.
 """
 
@@ -21,8 +21,8 @@ from applier.errors import InputError
 
 LAG = ("p50", "p90", "p99", "p999", "max")
 PHASES = ("prepare", "plan", "apply", "verify")
-LAG_FLOOR_S = 0.010
-PHASE_FLOOR_S = 0.5
+LAG_FLOOR_S = 0.100
+PHASE_FLOOR_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ def table_lines(c: Comparison, shown: Sequence[Delta] | None = None) -> list[str
         for d in (shown if shown is not None else c.deltas)
         if d.baseline is not None or d.candidate is not None
     ]
-    head = f"{'subscription':<14} {'metric':<16} {'baseline':>12} {'candidate':>12} {'change':>9}  verdict"
+    head = f"{'subscription':<14} {'metric':<16} {'baseline':>12} {'candidate':>12} {'worse by':>9}  verdict"
     out = [head, "-" * len(head)]
     for d in rows:
         ch = "-" if d.change is None else ("+inf" if d.change == float("inf") else f"{d.change * 100:+.1f}%")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from applier.report.json import verify_line
+from applier.report.lagchart import load_section, thresholds_section
 
 VERDICT_COLOURS = {"converged": "#1a7f37", "diverged": "#cf222e", "unknown": "#9a6700", "n/a": "#6e7781"}
 OUTCOME_COLOURS = {
@@ -230,8 +231,10 @@ def render_run(report: Mapping[str, Any]) -> str:
                 )
                 + "</table>"
             )
+    checked = _list(report.get("thresholds"))
+    body.append(thresholds_section(checked))
     for i, sub in enumerate(subs):
-        body.append(_subscription(sub, i, several))
+        body.append(_subscription(sub, i, several, checked))
     title = f"applier run: {verdict}"
     return _page(title, "\n".join(body), _footer(report, subs))
 
@@ -261,7 +264,9 @@ def _streams_of(sub: Mapping[str, Any]) -> int:
     return 0
 
 
-def _subscription(sub: Mapping[str, Any], i: int, several: bool) -> str:
+def _subscription(
+    sub: Mapping[str, Any], i: int, several: bool, thresholds: Sequence[Mapping[str, Any]] = ()
+) -> str:
     out = [f'<section class="subscription" id="sub-{i}" data-subscription="{_e(sub.get("subscription"))}">']
     verdict = sub.get("verdict", "unknown")
     if several:
@@ -282,6 +287,7 @@ def _subscription(sub: Mapping[str, Any], i: int, several: bool) -> str:
     tp = sub.get("throughput_cmds_per_s")
     mean = _float(tp) if isinstance(tp, int | float) and not isinstance(tp, bool) else None
     out.append(throughput_svg(series, _timeline_end(sub.get("timeline")), mean))
+    out.append(load_section(_map(sub.get("load")), thresholds, f"s{i}"))
     out.append("<h3>Divergent rows and their blame</h3>")
     out.append(_divergent(sub))
     if _map(sub.get("by_article")):

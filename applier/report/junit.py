@@ -237,7 +237,26 @@ def run_junit(report: Mapping[str, Any]) -> str:
             ET.SubElement(case, "failure", message=message[:1000], type="diverged").text = "\n\n".join(text)
         out = ET.SubElement(suite, "system-out")
         out.text = "\n".join(_reset_lines(sub)) or None
+    _thresholds(root, report)
     return _finish(root)
+
+
+def _thresholds(root: ET.Element, report: Mapping[str, Any]) -> None:
+    """A load test's thresholds: a testsuite ``applier.thresholds``, a testcase per threshold,
+    a failure for each one broken (its value and limit)."""
+    checked = report.get("thresholds") or ()
+    if not checked:
+        return
+    suite = _suite(root, "applier.thresholds", report, 0.0)
+    for th in checked:
+        case = _testcase(suite, "applier.thresholds", str(th["threshold"]), 0.0)
+        if th.get("held"):
+            continue
+        value = th.get("value")
+        why = th.get("why") or f"measured {value:.6g}, limit {th['op']} {th.get('limit'):.6g}"
+        ET.SubElement(
+            case, "failure", message=f"{th['threshold']}: {why}"[:1000], type="threshold"
+        ).text = f"threshold {th['threshold']} broken: {why}"
 
 
 def _reset_lines(sub: Mapping[str, Any]) -> list[str]:
