@@ -188,3 +188,64 @@ def test_chromium_draws_the_report_of_a_real_run(real_report, tmp_path):  # type
     lanes.feed(dom)
     assert lanes.lanes == [str(i) for i in range(STREAMS)]
     assert "CONVERGED" in dom and "Reset log" in dom
+
+
+class Polylines(HTMLParser):
+    """The points of every polyline inside the lag charts, by the chart's class."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chart: str | None = None
+        self.lines: dict[str, list[list[tuple[float, float]]]] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "svg" and (a.get("class") or "") in ("lag-over-time", "lag-percentile-curve"):
+            self.chart = a.get("class")
+        elif tag == "polyline" and self.chart is not None:
+            pts = [tuple(float(v) for v in p.split(",")) for p in (a.get("points") or "").split()]
+            self.lines.setdefault(self.chart, []).append(pts)  # type: ignore[arg-type]
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "svg":
+            self.chart = None
+
+
+def test_chromium_draws_a_paced_run_s_lag_over_time_beside_its_percentile_curve(  # type: ignore[no-untyped-def]
+    spark, target, tmp_path
+):
+    from applier.config import LoadSettings
+
+    cfg = demo_config().replace(
+        workload=Workload(kind="key-chains", transactions=400, initial_rows=200, seed=7),
+        run=RunSettings(subscription="html_paced", streams=STREAMS),
+        load=LoadSettings(rate=200.0, thresholds=("lag_p99<2s", "resets<=0")),
+    )
+    result = applier.run(cfg, target, spark=spark, report=tmp_path / "r.json", html=tmp_path / "r.html")
+    report: dict[str, Any] = json.loads(Path(result.files["json"]).read_text(encoding="utf-8"))
+    page = Path(result.files["html"])
+    assert page.read_text(encoding="utf-8") == render_run(report)
+    url = page.absolute().as_uri()
+    dom = run_chromium(tmp_path / "profile", "--dump-dom", url).stdout.decode("utf-8")
+    lines = Polylines()
+    lines.feed(dom)
+    rounds = len(report["load"]["lag"]["per_round"])
+    # lag over time: p50, p99 and max, a point per round, left to right
+    assert len(lines.lines["lag-over-time"]) == 3
+    for pts in lines.lines["lag-over-time"]:
+        assert len(pts) == rounds and [x for x, _ in pts] == sorted(x for x, _ in pts)
+    # the percentile curve: never falls as the percentile rises (y grows downwards in SVG)
+    (curve,) = lines.lines["lag-percentile-curve"]
+    assert len(curve) > 10 and all(b[1] <= a[1] for a, b in zip(curve, curve[1:], strict=False))
+    assert "lag_p99&lt;2s" in dom or "lag_p99<2s" in dom
+    held = "held" if report["resets"] == 0 else "BROKEN"
+    assert held in dom
+
+    shot = tmp_path / "paced.png"
+    run_chromium(tmp_path / "profile", f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}", url)
+    w, h, bpp, rows = png_pixels(shot.read_bytes())
+    counts = colours(rows, bpp)
+    # the curve's blue and the lag lines' green and red reach the screen
+    assert near(counts, "#0969da") > 40
+    assert near(counts, "#2da44e") > 40
+    assert near(counts, "#cf222e") > 20
