@@ -25,6 +25,20 @@ def register(
     c.add_argument("baseline", metavar="BASELINE", help="a run folder (applier run --out) or its report.json")
     c.add_argument("candidate", metavar="CANDIDATE", help="the run to judge, the same way")
     c.add_argument("--tolerance", default="10%", help="how much worse a figure may be (default 10%%)")
+    c.add_argument(
+        "--lag-floor",
+        type=float,
+        default=0.1,
+        metavar="S",
+        help="lag differences under S seconds never count (0.1)",
+    )
+    c.add_argument(
+        "--phase-floor",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="phase differences under S seconds never count (5)",
+    )
     c.add_argument("--json", metavar="FILE", help="write the comparison here as JSON")
     c.set_defaults(func=cmd_compare)
 
@@ -63,10 +77,15 @@ def register(
 def cmd_compare(a: argparse.Namespace) -> int:
     from applier.loadtest.compare import compare, table_lines, tolerance_of
 
-    c = compare(a.baseline, a.candidate, tolerance_of(a.tolerance))
+    c = compare(
+        a.baseline, a.candidate, tolerance_of(a.tolerance), lag_floor=a.lag_floor, phase_floor=a.phase_floor
+    )
     print(f"baseline:  {c.baseline}")
     print(f"candidate: {c.candidate}")
-    print(f"tolerance: {c.tolerance:.0%} (worse by more: a regression)")
+    print(
+        f"tolerance: {c.tolerance:.0%} (worse by more: a regression; never under {a.lag_floor:g} s of lag "
+        f"or {a.phase_floor:g} s of a phase)"
+    )
     for line in table_lines(c):
         print(line)
     if a.json:
