@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from applier.api import Config, RunResult, Target
+    from applier.loadtest.compare import Comparison
 
 __all__ = ["ENV", "assert_converged", "describe", "run_overrides"]
 
@@ -280,3 +281,32 @@ def _check_slots(cfg: Config, spark: SparkSession) -> None:
             f"run pytest with --applier-spark-slots {streams}",
             pytrace=False,
         )
+
+
+CompareFixture = Callable[..., "Comparison"]
+
+
+@pytest.fixture
+def applier_compare() -> CompareFixture:
+    """``applier compare`` in a test: ``applier_compare(baseline, candidate, tolerance=0.10)``
+    compares two runs (an ``out_dir`` of ``applier_run`` or a report.json) and fails the test,
+    naming each figure that regressed past the tolerance; it returns the comparison."""
+    from applier.loadtest.compare import compare
+
+    def check(
+        baseline: str | Path,
+        candidate: str | Path,
+        tolerance: float = 0.10,
+        *,
+        lag_floor: float = 0.1,
+        phase_floor: float = 5.0,
+    ) -> Comparison:
+        c = compare(baseline, candidate, tolerance, lag_floor=lag_floor, phase_floor=phase_floor)
+        if c.regressions:
+            worse = "; ".join(
+                f"{d.metric} ({d.subscription}) {d.baseline} -> {d.candidate}" for d in c.regressions
+            )
+            pytest.fail(f"applier_compare: a regression past {tolerance:.0%}: {worse}", pytrace=False)
+        return c
+
+    return check

@@ -24,6 +24,8 @@ from applier.loadtest.options import seconds
 from applier.report.html import render_run
 from applier.report.junit import run_junit
 
+pytest_plugins = ["pytester"]
+
 # -- thresholds --------------------------------------------------------------------------
 
 
@@ -241,6 +243,27 @@ def test_compare_passes_within_the_tolerance_and_names_each_regression(tmp_path)
         compare(tmp_path / "nowhere", base)
     with pytest.raises(InputError, match="not a share"):
         tolerance_of("ten")
+
+
+def test_the_pytest_plugin_s_applier_compare_fails_a_test_on_a_regression(pytester, tmp_path):  # type: ignore[no-untyped-def]
+    base = _report(tmp_path, "base", tps=200.0, p99=0.3, resets=2, apply_s=10.0)
+    same = _report(tmp_path, "same", tps=195.0, p99=0.32, resets=2, apply_s=10.2)
+    slow = _report(tmp_path, "slow", tps=100.0, p99=0.3, resets=2, apply_s=10.0)
+    pytester.makepyfile(
+        f"""
+def test_same(applier_compare):
+    c = applier_compare({str(base)!r}, {str(same)!r})
+    assert c.regressions == ()
+
+def test_slow(applier_compare):
+    applier_compare({str(base)!r}, {str(slow)!r}, tolerance=0.10)
+"""
+    )
+    result = pytester.runpytest()  # the plugin loads by its entry point
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*applier_compare: a regression past 10%: throughput (applier) 200.0 -> 100.0*"]
+    )
 
 
 # -- JUnit and HTML ---------------------------------------------------------------------
