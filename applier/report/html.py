@@ -13,11 +13,13 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from applier.report.json import verify_line
+from applier.report.markup import as_list, as_map, render
 
 VERDICT_COLOURS = {"converged": "#1a7f37", "diverged": "#cf222e", "unknown": "#9a6700", "n/a": "#6e7781"}
 OUTCOME_COLOURS = {
@@ -922,48 +924,18 @@ MATRIX_COLUMNS = (
 
 def render_matrix(doc: Mapping[str, Any]) -> str:
     """The hazard matrix: one row per cell, the verdicts coloured, a reason where there is one."""
-    rows = [_map(r) for r in _list(doc.get("rows"))]
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[str(r.get("verdict"))] = counts.get(str(r.get("verdict")), 0) + 1
-    body = [
-        "<h1>applier matrix</h1>",
-        f"<p>{len(rows)} cells, {_e(doc.get('streams', '?'))} streams, "
-        f"{_e(doc.get('transactions', '?'))} transactions each: "
-        + ", ".join(f"{_badge(v)} {n}" for v, n in sorted(counts.items()))
-        + "</p>",
-        '<table class="matrix"><tr>'
-        + "".join(f"<th>{t}</th>" for _, t in MATRIX_COLUMNS)
-        + "<th>reason</th></tr>",
-    ]
-    for r in rows:
-        cells = []
-        for key, _ in MATRIX_COLUMNS:
-            v = r.get(key)
-            if key == "verdict":
-                cells.append(f"<td>{_badge(v if v is not None else 'unknown')}</td>")
-            elif key == "conflicts":
-                cs = {k: x for k, x in _map(v).items() if x}
-                cells.append(
-                    "<td>"
-                    + (
-                        " ".join(
-                            f'<span class="sw" style="background:{class_colour(k)}"></span>{_e(k)} {_num(x)}'
-                            for k, x in cs.items()
-                        )
-                        or "-"
-                    )
-                    + "</td>"
-                )
-            elif isinstance(v, int | float) and not isinstance(v, bool):
-                cells.append(f'<td class="num">{_num(v)}</td>')
-            else:
-                cells.append(f"<td>{_e(v) if v is not None else '-'}</td>")
-        cells.append(f"<td>{_e(r.get('reason') or '')}</td>")
-        out_class = _e(str(r.get("verdict")))
-        body.append(f'<tr class="cell" data-verdict="{out_class}">' + "".join(cells) + "</tr>")
-    body.append("</table>")
-    return _page("applier matrix", "\n".join(body), "written by applier")
+    rows = [as_map(r) for r in as_list(doc.get("rows"))]
+    counts = Counter(str(r.get("verdict")) for r in rows)
+    return str(
+        render(
+            "matrix.html.j2",
+            title="applier matrix",
+            doc=doc,
+            rows=rows,
+            counts=sorted(counts.items()),
+            columns=MATRIX_COLUMNS,
+        )
+    )
 
 
 # -- applier bench ------------------------------------------------------------------------------
