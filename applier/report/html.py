@@ -18,8 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from applier.report.charts.bench import bench_svg, rate
 from applier.report.json import verify_line
-from applier.report.markup import as_list, as_map, render
+from applier.report.markup import as_float, as_list, as_map, render
 
 VERDICT_COLOURS = {"converged": "#1a7f37", "diverged": "#cf222e", "unknown": "#9a6700", "n/a": "#6e7781"}
 OUTCOME_COLOURS = {
@@ -940,178 +941,43 @@ def render_matrix(doc: Mapping[str, Any]) -> str:
 
 # -- applier bench ------------------------------------------------------------------------------
 
-BENCH_SERIES = (
-    ("ceiling", "ceiling (minimal pyodbc loop)"),
-    ("applier_apply", "applier apply phase"),
-    ("applier_end_to_end", "applier end to end"),
-    ("applier_set_apply", "applier apply phase, set-based"),
-    ("applier_set_end_to_end", "applier end to end, set-based"),
-)
 
-
-def _rate(m: Any) -> float | None:
-    v = _map(m).get("commands_per_s")
-    return None if v is None else _float(v)
-
-
-def _k(v: float | None) -> str:
+def _kilo(v: float | None) -> str:
     return "-" if v is None else f"{v / 1000:.1f}k"
 
 
 def _ratio(v: Any) -> str:
-    return "-" if v is None else f"{_float(v):.2f}"
+    return "-" if v is None else f"{as_float(v):.2f}"
+
+
+def _goal_state(g: Mapping[str, Any]) -> tuple[str, str]:
+    """A goal's state and its colour: met, missed (by how much), or not measured."""
+    met = g.get("met")
+    if met is True:
+        return "met", "#1a7f37"
+    if met is False:
+        short = g.get("miss_fraction")
+        return "MISSED" + (f" (short by {as_float(short):.0%})" if short is not None else ""), "#cf222e"
+    return "not measured", "#6e7781"
 
 
 def render_bench(doc: Mapping[str, Any]) -> str:
     """The benchmark's table (commands/s per N with the ratios), its goals and one inline SVG
     chart per synchronous_commit setting (commands/s against N)."""
-    b = _map(doc.get("bench"))
-    runs = _map(doc.get("runs"))
-    body = [
-        "<h1>applier bench</h1>",
-        f"<p>{_num(b.get('commands'))} updates, {_e(b.get('transaction_size', '?'))} per transaction, "
-        f"{_num(b.get('rows'))} rows, commit batch {_e(b.get('commit_batch_size', '?'))}, seed {_e(b.get('seed', '?'))}"
-        + (f", started {_e(b['started'])}" if b.get("started") else "")
-        + "</p>",
-        "<h2>Commands/s</h2>",
-        '<table class="bench"><tr><th>sync</th><th class="num">N</th><th class="num">ceiling</th>'
-        '<th class="num">apply</th><th class="num">end to end</th><th class="num">set apply</th>'
-        '<th class="num">native</th><th class="num">apply/ceiling</th><th class="num">apply/native</th>'
-        '<th class="num">e2e/apply (time)</th><th>verdict</th></tr>',
-    ]
-    for sync, run in runs.items():
-        r = _map(run)
-        native = _k(_rate(r.get("native_logical")))
-        per_n = _map(r.get("per_n"))
-        for n, p in per_n.items():
-            pm = _map(p)
-            ra = _map(pm.get("ratios"))
-            verdicts = [v for v in (pm.get("verdict"), pm.get("set_verdict")) if v is not None]
-            body.append(
-                f'<tr><td>{_e(sync)}</td><td class="num">{_e(n)}</td>'
-                f'<td class="num">{_k(_rate(pm.get("ceiling")))}</td>'
-                f'<td class="num">{_k(_rate(pm.get("applier_apply")))}</td>'
-                f'<td class="num">{_k(_rate(pm.get("applier_end_to_end")))}</td>'
-                f'<td class="num">{_k(_rate(pm.get("applier_set_apply")))}</td>'
-                f'<td class="num">{native}</td><td class="num">{_ratio(ra.get("apply_vs_ceiling"))}</td>'
-                f'<td class="num">{_ratio(ra.get("apply_vs_native"))}</td>'
-                f'<td class="num">{_ratio(ra.get("end_to_end_vs_apply"))}</td>'
-                f"<td>{' '.join(_badge(v) for v in verdicts) or '-'}</td></tr>"
-            )
-        if not per_n:
-            body.append(
-                f'<tr><td>{_e(sync)}</td><td class="num">-</td><td></td><td></td><td></td><td></td>'
-                f'<td class="num">{native}</td><td></td><td></td><td></td><td></td></tr>'
-            )
-    body.append("</table>")
-    goals = [_map(g) for g in _list(doc.get("goals"))]
-    if goals:
-        body.append(
-            '<h2>Goals</h2><table class="goals"><tr><th>goal</th><th class="num">value</th><th>state</th></tr>'
+    b = as_map(doc.get("bench"))
+    runs = as_map(doc.get("runs"))
+    goals = [as_map(g) for g in as_list(doc.get("goals"))]
+    return str(
+        render(
+            "bench.html.j2",
+            title="applier bench",
+            b=b,
+            runs=runs,
+            goals=[(g, *_goal_state(g)) for g in goals],
+            charts=[bench_svg(str(sync), as_map(run)) for sync, run in runs.items()],
+            machine=as_map(b.get("machine")),
+            rate=rate,
+            kilo=_kilo,
+            ratio=_ratio,
         )
-        for g in goals:
-            met = g.get("met")
-            if met is True:
-                state, colour = "met", "#1a7f37"
-            elif met is False:
-                state, colour = "MISSED", "#cf222e"
-            else:
-                state, colour = "not measured", "#6e7781"
-            if met is False and g.get("miss_fraction") is not None:
-                state += f" (short by {_float(g.get('miss_fraction')):.0%})"
-            body.append(
-                f"<tr><td>{_e(g.get('name'))}{' (stretch)' if g.get('stretch') else ''}</td>"
-                f'<td class="num">{_ratio(g.get("value"))}</td>'
-                f'<td><span class="v" style="background:{colour}">{_e(state)}</span></td></tr>'
-            )
-        body.append("</table>")
-    body.append("<h2>Commands/s against N</h2>")
-    body.append('<div class="bench-plots">')
-    for sync, run in runs.items():
-        body.append(_bench_svg(str(sync), _map(run)))
-    body.append("</div>")
-    m = _map(b.get("machine"))
-    footer = (", ".join(f"{_e(k)} {_e(v)}" for k, v in m.items()) + " &middot; ") if m else ""
-    return _page("applier bench", "\n".join(body), footer + "written by applier")
-
-
-def _bench_svg(sync: str, run: Mapping[str, Any]) -> str:
-    per_n = _map(run.get("per_n"))
-    ns = sorted(_int(n) for n in per_n if _int(n) > 0)
-    native = _rate(run.get("native_logical"))
-    series: list[tuple[str, str, list[tuple[int, float]]]] = []
-    for i, (key, label) in enumerate(BENCH_SERIES):
-        rates = [(n, _rate(_map(per_n.get(str(n))).get(key))) for n in ns]
-        got = [(n, v) for n, v in rates if v is not None]
-        if got:
-            series.append((label, SERIES_COLOURS[i % len(SERIES_COLOURS)], got))
-    values = [v for _, _, pts in series for _, v in pts] + ([native] if native else [])
-    if not values:
-        return f'<p class="muted">synchronous_commit = {_e(sync)}: nothing measured</p>'
-    width, height, left, right, top, bottom = 480, 300, 64, 16, 28, 40
-    ystep = _nice_step(max(values), 5)
-    ymax = math.ceil(max(values) / ystep) * ystep or 1.0
-    plot_w, plot_h = width - left - right, height - top - bottom
-    # N on a log2 scale, as the bench's own plot
-    lo, hi = math.log2(min(ns or [1])), math.log2(max(ns or [1]))
-
-    def x(n: int) -> float:
-        return left + (plot_w / 2 if hi == lo else plot_w * (math.log2(n) - lo) / (hi - lo))
-
-    def y(v: float) -> float:
-        return top + plot_h - plot_h * v / ymax
-
-    out = [
-        f'<svg class="bench-plot" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="commands per second against N, synchronous_commit {_e(sync)}">',
-        f'<text x="{left + plot_w / 2:.0f}" y="16" font-size="13" text-anchor="middle" font-weight="600">'
-        f"synchronous_commit = {_e(sync)}</text>",
-    ]
-    k = 0
-    while k * ystep <= ymax * 1.0000001 and k < 50:
-        v = k * ystep
-        out.append(
-            f'<line x1="{left}" y1="{y(v):.1f}" x2="{width - right}" y2="{y(v):.1f}" stroke="#eaeef2"/>'
-            f'<text x="{left - 6}" y="{y(v) + 4:.1f}" font-size="11" text-anchor="end" fill="#424a53">'
-            f"{_fmt_tick(v, ystep)}</text>"
-        )
-        k += 1
-    for n in ns:
-        out.append(
-            f'<line x1="{x(n):.1f}" y1="{top + plot_h}" x2="{x(n):.1f}" y2="{top + plot_h + 4}" stroke="#57606a"/>'
-            f'<text x="{x(n):.1f}" y="{top + plot_h + 16}" font-size="11" text-anchor="middle">{n}</text>'
-        )
-    out.append(
-        f'<line x1="{left}" y1="{top + plot_h}" x2="{width - right}" y2="{top + plot_h}" stroke="#57606a"/>'
-        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#57606a"/>'
-        f'<text x="{left + plot_w / 2:.0f}" y="{height - 6}" font-size="11" text-anchor="middle">streams N</text>'
-    )
-    if native:
-        out.append(
-            f'<line class="native" x1="{left}" y1="{y(native):.1f}" x2="{width - right}" y2="{y(native):.1f}" '
-            f'stroke="#6e7781" stroke-dasharray="4 3" stroke-width="1.5"><title>PostgreSQL logical apply '
-            f"(1 worker): {native:,.0f} commands/s</title></line>"
-        )
-    for label, colour, pts in series:
-        line = " ".join(f"{x(n):.1f},{y(v):.1f}" for n, v in pts)
-        dash = ' stroke-dasharray="5 3"' if "end to end" in label else ""
-        out.append(
-            f'<g class="series"><polyline points="{line}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>'
-            + "".join(
-                f'<circle cx="{x(n):.1f}" cy="{y(v):.1f}" r="3.5" fill="{colour}"><title>{_e(label)}, N={n}: '
-                f"{v:,.0f} commands/s</title></circle>"
-                for n, v in pts
-            )
-            + "</g>"
-        )
-    out.append("</svg>")
-    legend = [f'<span class="sw" style="background:{c}"></span>{_e(label)}' for label, c, _ in series]
-    if native:
-        legend.append(
-            '<span class="sw" style="background:#6e7781"></span>PostgreSQL logical apply (1 worker)'
-        )
-    return (
-        '<div style="display:inline-block;vertical-align:top;margin-right:12px;width:480px">'
-        + "".join(out)
-        + (f'<div class="legend">{"".join(legend)}</div></div>')
     )
