@@ -2,14 +2,15 @@
 autoescaped, with the filters that turn a report's values into text.
 
 Every value of a report is untrusted text (article names, keys and error messages can hold
-markup). Autoescape escapes whatever a template prints unless it is :class:`markupsafe.Markup`
-made by another template of this environment (a chart, a macro): nothing has to remember to
-escape. ``None`` prints as nothing, as a missing value did in the f-string report. Values
-never reach a style or an id: those hold our colours and our own counters only.
+markup). Whatever a template prints is escaped unless it is :class:`markupsafe.Markup` made by
+a template of this environment (a chart, a macro): nothing has to remember to escape. ``None``
+prints as nothing, as a missing value did in the f-string report. Values never reach a style
+or an id: those hold our colours and our own counters only.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from collections.abc import Mapping
@@ -106,8 +107,19 @@ def key_text(k: Any) -> str:
     return k if isinstance(k, str) else json.dumps(k, ensure_ascii=False, default=str)
 
 
-def _finalize(x: Any) -> Any:
-    return "" if x is None else x
+def join_text(items: Any, sep: str) -> str:
+    """Items as text, ``sep`` between them (none prints as nothing); escaped as a whole."""
+    return sep.join("" if x is None else str(x) for x in items)
+
+
+def _finalize(x: Any) -> Markup:
+    """What a template prints: markup made by this environment (a macro's, a chart's) as it is,
+    any other value as text escaped by the standard library (``&quot;`` and ``&#x27;``, the
+    report's spelling before the templates; markupsafe spells them ``&#34;`` and ``&#39;``),
+    None as nothing. Autoescape stays on behind it."""
+    if isinstance(x, Markup):
+        return x
+    return Markup(html.escape("" if x is None else str(x), quote=True))
 
 
 @cache
@@ -125,6 +137,7 @@ def environment() -> jinja2.Environment:
         num=num,
         json_text=json_text,
         key_text=key_text,
+        join_text=join_text,
         as_map=as_map,
         as_list=as_list,
         as_float=as_float,
