@@ -4,175 +4,27 @@ Pure functions over the report dicts (no Spark, no database): :func:`render_run`
 JSON report of ``applier run`` (:mod:`applier.report.json`), :func:`render_matrix` over the
 rows of ``applier matrix``, :func:`render_bench` over the document of ``applier bench``.
 Nothing is fetched: inline CSS and inline SVG, no script, no external font, image or link.
-Every value from a report is untrusted text (article names, keys and error messages can
-hold markup): it is escaped wherever it goes, and never reaches a style or an id.
+The pages are Jinja2 templates in ``templates/`` with autoescape (:mod:`applier.report.markup`),
+the charts modules of :mod:`applier.report.charts`: every value from a report is untrusted text
+(article names, keys and error messages can hold markup) and is escaped wherever it goes,
+without a call to forget; it never reaches a style or an id.
 """
 
 from __future__ import annotations
 
-import html
-import json
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from applier.report.charts.bench import bench_svg, rate
+from applier.report.charts.lag import load_section, thresholds_section
+from applier.report.charts.throughput import throughput_svg
+from applier.report.charts.timeline import timeline_end, timeline_svg
 from applier.report.json import verify_line
-from applier.report.lagchart import load_section, thresholds_section
+from applier.report.markup import as_float, as_int, as_list, as_map, is_numeric, render
 
-VERDICT_COLOURS = {"converged": "#1a7f37", "diverged": "#cf222e", "unknown": "#9a6700", "n/a": "#6e7781"}
-OUTCOME_COLOURS = {
-    "committed": "#2da44e",
-    "reapplied": "#0969da",
-    "rolled_back": "#8c959f",
-    "conflict": "#cf222e",
-    "failed": "#82071e",
-}
-# Conflict classes the apply reports; any other class gets a colour of the spare palette.
-CLASS_COLOURS = {
-    "row_not_found": "#cf222e",
-    "duplicate_key": "#bf3989",
-    "deadlock": "#8250df",
-    "lock_timeout": "#bc4c00",
-    "fk_violation": "#953800",
-    "unique_violation": "#bf3989",
-    "transient": "#6639ba",
-}
-_SPARE = ("#a40e26", "#7d4e00", "#4d2d00", "#1b7c83", "#5a32a3", "#99286e")
-ROUND_FILLS = {"parallel": ("#f6f8fa", "#eaeef2"), "reset": ("#fff1e5",), "fatal": ("#ffebe9",)}
-SERIES_COLOURS = ("#0969da", "#1a7f37", "#bc4c00", "#8250df", "#bf3989", "#1b7c83")
-
-CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;
- color:#1f2328;margin:0;background:#fff}
-main{max-width:1080px;margin:0 auto;padding:16px 24px 32px}
-h1{font-size:22px;margin:8px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d0d7de;
- padding-bottom:4px}h3{font-size:15px;margin:18px 0 6px}
-.verdict{display:inline-block;font-size:26px;font-weight:700;color:#fff;padding:4px 16px;border-radius:6px;
- letter-spacing:.04em}
-.reason{margin:8px 0;padding:8px 12px;background:#fff8c5;border-left:4px solid #9a6700;white-space:pre-wrap;
- word-break:break-word}
-table{border-collapse:collapse;margin:6px 0 12px}
-td,th{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f6f8fa}
-table.kv th{width:210px}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px;
- word-break:break-all}
-.v{color:#fff;font-weight:600;border-radius:4px;padding:1px 6px}
-.sw{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-1px;margin:0 4px 0 10px}
-.legend{font-size:12.5px;color:#424a53;margin:4px 0 10px}
-.muted{color:#6e7781}
-.why{color:#953800}
-tr.div td{background:#fff5f5}
-tr.inv td{background:#fff8c5}
-.verdict.small{font-size:15px;padding:1px 10px}
-footer{margin-top:32px;padding-top:8px;border-top:1px solid #d0d7de;color:#6e7781;font-size:12.5px}
-svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif}
-"""
-
-
-# -- small helpers ---------------------------------------------------------------------------
-
-
-def _e(x: Any) -> str:
-    """Untrusted text, escaped for element content and quoted attributes."""
-    return html.escape("" if x is None else str(x), quote=True)
-
-
-def _num(x: Any, digits: int = 0) -> str:
-    if isinstance(x, bool) or x is None:
-        return "-" if x is None else str(x)
-    if isinstance(x, int):
-        return f"{x:,}"
-    if isinstance(x, float):
-        return f"{x:,.{digits}f}" if math.isfinite(x) else str(x)
-    return _e(x)
-
-
-def _float(x: Any, default: float = 0.0) -> float:
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        return default
-    return f if math.isfinite(f) else default
-
-
-def _int(x: Any, default: int = 0) -> int:
-    try:
-        return int(x)
-    except (TypeError, ValueError):
-        return default
-
-
-def _json(x: Any) -> str:
-    return _e(json.dumps(x, ensure_ascii=False, default=str, sort_keys=True))
-
-
-def _key(k: Any) -> str:
-    if isinstance(k, list | tuple) and len(k) == 1:
-        k = k[0]
-    return _e(json.dumps(k, ensure_ascii=False, default=str)) if not isinstance(k, str) else _e(k)
-
-
-def _map(x: Any) -> Mapping[str, Any]:
-    return x if isinstance(x, Mapping) else {}
-
-
-def _list(x: Any) -> list[Any]:
-    return list(x) if isinstance(x, list | tuple) else []
-
-
-def class_colour(name: Any) -> str:
-    """A class's colour: its own if known, else one of the spare palette by a stable hash."""
-    n = str(name or "")
-    if n in CLASS_COLOURS:
-        return CLASS_COLOURS[n]
-    return _SPARE[sum(n.encode("utf-8")) % len(_SPARE)]
-
-
-def _verdict_colour(v: Any) -> str:
-    return VERDICT_COLOURS.get(str(v), VERDICT_COLOURS["unknown"])
-
-
-def _badge(verdict: Any) -> str:
-    return f'<span class="v" style="background:{_verdict_colour(verdict)}">{_e(verdict)}</span>'
-
-
-def _nice_step(span: float, ticks: int = 8) -> float:
-    """A round tick step (1, 2 or 5 x 10^k) giving about ``ticks`` ticks over ``span``."""
-    if span <= 0:
-        return 1.0
-    raw = span / ticks
-    mag = 10 ** math.floor(math.log10(raw))
-    for m in (1, 2, 5, 10):
-        if raw <= m * mag:
-            return float(m * mag)
-    return float(10 * mag)
-
-
-def _fmt_tick(v: float, step: float) -> str:
-    if step >= 1:
-        return f"{v:,.0f}"
-    digits = max(0, -math.floor(math.log10(step)))
-    return f"{v:.{digits}f}"
-
-
-def _page(title: str, body: str, footer: str = "") -> str:
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{_e(title)}</title><style>{CSS}</style></head>\n"
-        f"<body><main>\n{body}\n"
-        + (f"<footer>{footer}</footer>\n" if footer else "")
-        + "</main></body></html>\n"
-    )
-
-
-def _kv(rows: Iterable[tuple[str, str]]) -> str:
-    """A two-column table; keys are ours, values already escaped HTML."""
-    return '<table class="kv">' + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
+__all__ = ["render_bench", "render_matrix", "render_run", "subscriptions_of", "timeline_svg", "write_html"]
 
 
 def write_html(text: str, path: str | Path) -> Path:
@@ -188,7 +40,7 @@ def write_html(text: str, path: str | Path) -> Path:
 def subscriptions_of(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The per-subscription reports: the flat plain-run dict itself, or each of ``subscriptions``."""
     if "subscriptions" in report:
-        return [s for s in _list(report.get("subscriptions")) if isinstance(s, Mapping)]
+        return [s for s in as_list(report.get("subscriptions")) if isinstance(s, Mapping)]
     return [report]
 
 
@@ -196,716 +48,76 @@ def render_run(report: Mapping[str, Any]) -> str:
     """The HTML page of a run's JSON report (plain, several subscriptions, or failed early)."""
     subs = subscriptions_of(report)
     verdict = report.get("verdict", "unknown")
-    several = "subscriptions" in report
-    body = [
-        "<h1>applier run</h1>",
-        f'<div><span class="verdict" id="verdict" style="background:{_verdict_colour(verdict)}">'
-        f"{_e(str(verdict).upper())}</span>"
-        + (
-            f' <span class="muted">exit code {_e(report["exit_code"])}</span>'
-            if "exit_code" in report
-            else ""
+    checked = as_list(report.get("thresholds"))
+    return str(
+        render(
+            "run.html.j2",
+            title=f"applier run: {verdict}",
+            report=report,
+            verdict=verdict,
+            several="subscriptions" in report,
+            run_settings=as_map(as_map(report.get("settings")).get("run")),
+            thresholds=thresholds_section(checked),
+            subs=[_subscription(sub, i, checked) for i, sub in enumerate(subs)],
+            footer=_footer(report, subs),
         )
-        + "</div>",
-    ]
-    if several and report.get("reason"):
-        body.append(f'<div class="reason">{_e(report["reason"])}</div>')
-    if report.get("phase"):
-        body.append(f"<p>last phase reached: <b>{_e(report['phase'])}</b></p>")
-    if several:
-        if not subs:
-            body.append("<p>No subscription reached its verdict: the run ended before it applied.</p>")
-            st = _map(_map(report.get("settings")).get("run"))
-            if st:
-                body.append(_kv(_settings_rows(st)))
-        else:
-            body.append(
-                '<table><tr><th>subscription</th><th>verdict</th><th class="num">divergent rows</th>'
-                '<th class="num">resets</th></tr>'
-                + "".join(
-                    f'<tr><td><a href="#sub-{i}">{_e(s.get("subscription"))}</a></td>'
-                    f"<td>{_badge(s.get('verdict', 'unknown'))}</td>"
-                    f'<td class="num">{_num(s.get("divergent_rows"))}</td>'
-                    f'<td class="num">{_num(s.get("resets"))}</td></tr>'
-                    for i, s in enumerate(subs)
-                )
-                + "</table>"
-            )
-    checked = _list(report.get("thresholds"))
-    body.append(thresholds_section(checked))
-    for i, sub in enumerate(subs):
-        body.append(_subscription(sub, i, several, checked))
-    title = f"applier run: {verdict}"
-    return _page(title, "\n".join(body), _footer(report, subs))
-
-
-def _settings_rows(st: Mapping[str, Any]) -> list[tuple[str, str]]:
-    return [
-        (
-            "model / partition / streams",
-            f"{_e(st.get('model', '?'))} / {_e(st.get('partition', '?'))} / {_e(st.get('streams', '?'))} streams",
-        ),
-        (
-            "commit batch / error policy",
-            f"{_e(st.get('commit_batch_size', '?'))} transactions / {_e(st.get('error_policy', '?'))}",
-        ),
-    ]
+    )
 
 
 def _streams_of(sub: Mapping[str, Any]) -> int:
     """N: the timeline's own count, else the settings' (per subscription, then [run])."""
-    tl = _map(sub.get("timeline"))
-    if _int(tl.get("streams")) > 0:
-        return _int(tl["streams"])
-    st = _map(sub.get("settings"))
-    for where in (_map(st.get("subscription")), _map(st.get("run"))):
-        if _int(where.get("streams")) > 0:
-            return _int(where["streams"])
+    tl = as_map(sub.get("timeline"))
+    if as_int(tl.get("streams")) > 0:
+        return as_int(tl["streams"])
+    st = as_map(sub.get("settings"))
+    for where in (as_map(st.get("subscription")), as_map(st.get("run"))):
+        if as_int(where.get("streams")) > 0:
+            return as_int(where["streams"])
     return 0
 
 
 def _subscription(
-    sub: Mapping[str, Any], i: int, several: bool, thresholds: Sequence[Mapping[str, Any]] = ()
-) -> str:
-    out = [f'<section class="subscription" id="sub-{i}" data-subscription="{_e(sub.get("subscription"))}">']
-    verdict = sub.get("verdict", "unknown")
-    if several:
-        out.append(f"<h2>subscription {_e(sub.get('subscription'))} {_badge(verdict)}</h2>")
-    if sub.get("reason"):
-        colour = _verdict_colour(verdict)
-        out.append(f'<div class="reason" style="border-color:{colour}">{_e(sub["reason"])}</div>')
-    out.append("<h2>Summary</h2>" if not several else "<h3>Summary</h3>")
-    out.append(_summary(sub))
-    if _map(sub.get("parallelism")):
-        out.append("<h3>Why the rounds reset</h3>")
-        out.append(_parallelism(_map(sub.get("parallelism"))))
+    sub: Mapping[str, Any], i: int, thresholds: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """What the page shows of one subscription beyond its report's values: the charts drawn,
+    the read-back line, the per-stream table's columns."""
     n = _streams_of(sub)
-    out.append(f"<h3>Timeline of rounds per stream ({n} streams)</h3>")
-    out.append(timeline_svg(sub.get("timeline"), n, f"s{i}"))
-    out.append("<h3>Commands/s over time</h3>")
-    series = sub.get("throughput_series") or _map(sub.get("timeline")).get("throughput")
+    series = sub.get("throughput_series") or as_map(sub.get("timeline")).get("throughput")
     tp = sub.get("throughput_cmds_per_s")
-    mean = _float(tp) if isinstance(tp, int | float) and not isinstance(tp, bool) else None
-    out.append(throughput_svg(series, _timeline_end(sub.get("timeline")), mean))
-    out.append(load_section(_map(sub.get("load")), thresholds, f"s{i}"))
-    out.append("<h3>Divergent rows and their blame</h3>")
-    out.append(_divergent(sub))
-    if _map(sub.get("by_article")):
-        out.append("<h3>Rows per article</h3>")
-        out.append(_by_article(_map(sub.get("by_article"))))
-    out.append("<h3>Reset log</h3>")
-    out.append(_reset_log(sub.get("reset_log")))
-    if _list(sub.get("streams")):
-        out.append("<h3>Per stream</h3>")
-        out.append(_stream_stats(_list(sub.get("streams"))))
-    out.append("</section>")
-    return "\n".join(out)
-
-
-def _summary(sub: Mapping[str, Any]) -> str:
-    st = _map(_map(sub.get("settings")).get("run"))
-    verdict = sub.get("verdict", "unknown")
-    rows: list[tuple[str, str]] = [
-        (
-            "verdict",
-            f'<span class="verdict small" style="background:{_verdict_colour(verdict)}">{_e(str(verdict).upper())}</span>',
+    verify = as_map(sub.get("verify"))
+    stream_rows = [as_map(s) for s in as_list(sub.get("streams"))]
+    stream_cols: list[str] = []
+    for r in stream_rows:
+        stream_cols += [str(k) for k in r if str(k) not in stream_cols]
+    return {
+        "sub": sub,
+        "i": i,
+        "settings": as_map(as_map(sub.get("settings")).get("run")),
+        "streams": n,
+        "timeline": timeline_svg(sub.get("timeline"), n, f"s{i}"),
+        "throughput": throughput_svg(
+            series, timeline_end(sub.get("timeline")), as_float(tp) if is_numeric(tp) else None
         ),
-        ("target", _e(sub.get("target", "-"))),
-        ("source", _e(sub.get("source", "-"))),
-        *_settings_rows(st),
-        ("commands / transactions", f"{_num(sub.get('commands'))} / {_num(sub.get('transactions'))}"),
-        (
-            "rounds",
-            f"{_num(sub.get('rounds'))} ({_num(sub.get('rounds_parallel'))} on {_e(st.get('streams', '?'))} streams)",
-        ),
-        ("resets to one stream", _num(sub.get("resets"))),
-    ]
-    conflicts = {k: v for k, v in _map(sub.get("conflicts")).items() if v}
-    rows.append(
-        (
-            "conflicts",
-            " ".join(
-                f'<span class="sw" style="background:{class_colour(k)}"></span>{_e(k)} {_num(v)}'
-                for k, v in conflicts.items()
-            )
-            or "none",
-        )
-    )
-    if sub.get("skipped"):
-        lost = _map(sub.get("skips")).get("rows_lost")
-        rows.append(
-            (
-                "skipped commands",
-                _num(sub["skipped"])
-                + (f" (divergent rows they caused: {_num(lost)})" if lost is not None else ""),
-            )
-        )
-    if sub.get("deferred"):
-        rows.append(("deferred commands", _num(sub["deferred"])))
-    tp = sub.get("throughput_cmds_per_s")
-    rows.append(
-        (
-            "apply throughput",
-            f"{_num(_float(tp))} commands/s ({_num(_float(sub.get('apply_seconds')), 2)} s)" if tp else "-",
-        )
-    )
-    rows.append(
-        ("rows expected / found", f"{_num(sub.get('rows_expected'))} / {_num(sub.get('rows_found'))}")
-    )
-    if _map(sub.get("verify")):
-        rows.append(("read back", _e(verify_line(_map(sub.get("verify"))))))
-    div = _map(sub.get("divergence"))
-    n_div = sub.get("divergent_rows")
-    rows.append(
-        (
-            "divergent rows",
-            _num(n_div)
-            + (
-                f" (missing {_num(div.get('missing', 0))}, extra {_num(div.get('extra', 0))}, "
-                f"different {_num(div.get('different', 0))})"
-                if n_div
-                else ""
-            ),
-        )
-    )
-    phases = _map(sub.get("phases_seconds"))
-    if phases:
-        rows.append(("phases", ", ".join(f"{_e(k)} {_num(_float(v), 2)} s" for k, v in phases.items())))
-    return _kv(rows)
+        "load": load_section(as_map(sub.get("load")), thresholds, f"s{i}"),
+        "read_back": verify_line(verify) if verify else None,
+        "stream_rows": stream_rows,
+        "stream_cols": stream_cols,
+    }
 
 
-# -- the timeline ----------------------------------------------------------------------------
-
-TL_WIDTH = 1000
-TL_LEFT = 84
-TL_RIGHT = 16
-TL_TOP = 22
-LANE_H = 26
-LANE_GAP = 4
-TL_AXIS = 30
-MAX_SEGMENTS = 20_000
-
-
-def _timeline_end(tl: Any) -> float:
-    t = _map(tl)
-    ends = [_float(_map(r).get("end")) for r in _list(t.get("rounds"))]
-    ends += [_float(_map(s).get("end")) for s in _list(t.get("segments"))]
-    return max(ends, default=0.0)
-
-
-def _x_axis(tmax: float, left: int, width: int, y: float, top: float) -> tuple[str, float]:
-    """Ticks in seconds from 0 to tmax with grid lines from ``top`` down to ``y``; the step."""
-    span = width - left - TL_RIGHT
-    step = _nice_step(tmax)
-    parts = [f'<line x1="{left}" y1="{y:.1f}" x2="{width - TL_RIGHT}" y2="{y:.1f}" stroke="#57606a"/>']
-    k = 0
-    while k * step <= tmax * 1.0000001 and k < 200:
-        v = k * step
-        x = left + span * v / tmax
-        parts.append(
-            f'<line x1="{x:.1f}" y1="{top:.1f}" x2="{x:.1f}" y2="{y:.1f}" stroke="#d0d7de" stroke-width="0.6"/>'
-            f'<line x1="{x:.1f}" y1="{y:.1f}" x2="{x:.1f}" y2="{y + 4:.1f}" stroke="#57606a"/>'
-            f'<text x="{x:.1f}" y="{y + 16:.1f}" font-size="11" text-anchor="middle" fill="#424a53">'
-            f"{_fmt_tick(v, step)} s</text>"
-        )
-        k += 1
-    return '<g class="axis">' + "".join(parts) + "</g>", step
-
-
-def timeline_svg(timeline: Any, streams: int, uid: str = "t") -> str:
-    """One lane per stream (0..N-1, every one drawn even if idle), x = seconds since the apply
-    started: the rounds as bands across all lanes (parallel shaded in turn, reset hatched,
-    fatal red), each stream's share of a round as a bar coloured by its outcome (a conflict by
-    its class), a ``<title>`` on every band and bar, an axis in seconds."""
-    tl = _map(timeline)
-    rounds = [_map(r) for r in _list(tl.get("rounds"))]
-    segments = [_map(s) for s in _list(tl.get("segments"))]
-    if not rounds and not segments:
-        return '<p class="muted no-timeline">no timeline recorded</p>'
-    lanes = max([streams, *(_int(s.get("stream"), -1) + 1 for s in segments)])
-    tmax = _timeline_end(tl) or 1.0
-    plot_w = TL_WIDTH - TL_LEFT - TL_RIGHT
-    lanes_h = lanes * (LANE_H + LANE_GAP)
-    height = TL_TOP + lanes_h + TL_AXIS
-
-    def x(t: Any) -> float:
-        return TL_LEFT + plot_w * min(max(_float(t), 0.0), tmax) / tmax
-
-    hatch = f"hatch-{uid}"
-    out = [
-        f'<svg class="timeline" width="{TL_WIDTH}" height="{height}" viewBox="0 0 {TL_WIDTH} {height}" '
-        f'role="img" aria-label="timeline of rounds per stream" style="max-width:100%;height:auto">',
-        f'<defs><pattern id="{hatch}" width="8" height="8" patternUnits="userSpaceOnUse" '
-        'patternTransform="rotate(45)"><rect width="8" height="8" fill="#fff1e5"/>'
-        '<rect width="3" height="8" fill="#f7c99b"/></pattern></defs>',
-    ]
-    # the rounds: bands across every lane
-    parallel_i = 0
-    band_y, band_h = TL_TOP - 2, lanes_h + 2
-    extent = _round_extents(rounds, segments)
-    for r in rounds:
-        kind = str(r.get("kind") or "parallel")
-        start, end = extent.get(_round_key(r.get("round")), (_float(r.get("start")), _float(r.get("end"))))
-        x0, x1 = x(start), x(end)
-        w = max(x1 - x0, 0.8)
-        classes = [str(c) for c in _list(r.get("classes"))]
-        tip = f"round {r.get('round')}: {kind}" + (f" ({', '.join(classes)})" if classes else "")
-        tip += f", {start:.3f} s to {end:.3f} s"
-        if kind == "reset":
-            fill, stroke = f"url(#{hatch})", ' stroke="#e16f24" stroke-width="1"'
-        elif kind == "fatal":
-            fill, stroke = ROUND_FILLS["fatal"][0], ' stroke="#cf222e" stroke-width="1.2"'
-        else:
-            fill, stroke = ROUND_FILLS["parallel"][parallel_i % 2], ""
-            parallel_i += 1
-        out.append(
-            f'<g class="round" data-round="{_e(r.get("round"))}" data-kind="{_e(kind)}">'
-            f'<rect x="{x0:.2f}" y="{band_y}" width="{w:.2f}" height="{band_h}" fill="{fill}"{stroke}>'
-            f"<title>{_e(tip)}</title></rect>"
-        )
-        label = str(r.get("round", "")) + (
-            " reset" if kind == "reset" else " fatal" if kind == "fatal" else ""
-        )
-        if w >= 7 * len(label) or (kind != "parallel" and w >= 14):
-            colour = "#bc4c00" if kind == "reset" else "#cf222e" if kind == "fatal" else "#57606a"
-            text = label if w >= 7 * len(label) else str(r.get("round", ""))
-            out.append(
-                f'<text x="{(x0 + x1) / 2:.1f}" y="{TL_TOP - 7}" font-size="10.5" text-anchor="middle" '
-                f'fill="{colour}">{_e(text)}</text>'
-            )
-        out.append("</g>")
-    axis, _ = _x_axis(tmax, TL_LEFT, TL_WIDTH, TL_TOP + lanes_h, TL_TOP)
-    out.append(axis)
-    # the lanes: one per stream, its bars inside it
-    by_stream: dict[int, list[Mapping[str, Any]]] = {}
-    for s in segments[:MAX_SEGMENTS]:
-        by_stream.setdefault(_int(s.get("stream"), -1), []).append(s)
-    for lane in range(lanes):
-        y = TL_TOP + lane * (LANE_H + LANE_GAP)
-        mine = by_stream.get(lane, [])
-        done = sum(_int(s.get("commands")) for s in mine)
-        out.append(f'<g class="lane" data-stream="{lane}">')
-        out.append(
-            f'<rect x="{TL_LEFT}" y="{y}" width="{plot_w}" height="{LANE_H}" fill="none" stroke="#d0d7de" '
-            f'stroke-width="0.6"/><text x="{TL_LEFT - 8}" y="{y + LANE_H / 2 + 4:.1f}" font-size="12" '
-            f'text-anchor="end" fill="#1f2328">stream {lane}<title>stream {lane}: {done:,} commands in '
-            f"{len(mine)} shares</title></text>"
-        )
-        for s in mine:
-            outcome = str(s.get("outcome") or "committed")
-            cls = s.get("class")
-            colour = class_colour(cls) if outcome == "conflict" else OUTCOME_COLOURS.get(outcome, "#6e7781")
-            x0, x1 = x(s.get("start")), x(s.get("end"))
-            w = max(x1 - x0, 1.0)
-            tip = (
-                f"stream {lane}, round {s.get('round')}: {outcome}"
-                + (f" ({cls})" if cls else "")
-                + f", {_int(s.get('commands')):,} commands, {_float(s.get('start')):.3f} s to "
-                f"{_float(s.get('end')):.3f} s"
-            )
-            extra = (
-                ' stroke="#1f2328" stroke-width="0.8"'
-                if outcome == "conflict"
-                else ' stroke="#fff" stroke-width="0.6"'
-            )
-            out.append(
-                f'<rect class="seg {_e(outcome)}" x="{x0:.2f}" y="{y + 3}" width="{w:.2f}" '
-                f'height="{LANE_H - 6}" fill="{colour}" rx="1.5"{extra}><title>{_e(tip)}</title></rect>'
-            )
-            if cls and w >= 6.2 * len(str(cls)) + 6:
-                out.append(
-                    f'<text x="{(x0 + x1) / 2:.1f}" y="{y + LANE_H / 2 + 4:.1f}" font-size="10.5" '
-                    f'text-anchor="middle" fill="#fff">{_e(cls)}</text>'
-                )
-            elif cls:
-                # too narrow for the class's name: a mark above the bar
-                out.append(
-                    f'<path d="M{(x0 + x1) / 2 - 4:.1f} {y - 1} l4 5 l4 -5 z" fill="{colour}">'
-                    f"<title>{_e(tip)}</title></path>"
-                )
-        out.append("</g>")
-    out.append("</svg>")
-    notes = []
-    if tl.get("truncated"):
-        notes.append("the timeline was truncated when it was recorded: later rounds are not drawn")
-    if len(segments) > MAX_SEGMENTS:
-        notes.append(f"only the first {MAX_SEGMENTS:,} of {len(segments):,} shares are drawn")
-    legend = _timeline_legend(rounds, segments)
-    return (
-        '<div class="timeline-wrap">'
-        + "".join(out)
-        + legend
-        + "".join(f'<p class="muted">{_e(n)}</p>' for n in notes)
-        + "</div>"
-    )
-
-
-def _round_key(r: Any) -> str:
-    return json.dumps(r, default=str)
-
-
-def _round_extents(
-    rounds: Sequence[Mapping[str, Any]], segments: Sequence[Mapping[str, Any]]
-) -> dict[str, tuple[float, float]]:
-    """Each round's band from its first share's start to its last share's end (the round's
-    own times are stream 0's, which may start after the others): only when every round
-    appears once in the list, else a round number could gather another round's shares."""
-    keys = [_round_key(r.get("round")) for r in rounds]
-    if len(set(keys)) != len(keys):
-        return {}
-    out = {k: (_float(r.get("start")), _float(r.get("end"))) for k, r in zip(keys, rounds, strict=True)}
-    for sg in segments:
-        k = _round_key(sg.get("round"))
-        if k in out:
-            a, b = out[k]
-            out[k] = (min(a, _float(sg.get("start"), a)), max(b, _float(sg.get("end"), b)))
-    return out
-
-
-def _timeline_legend(rounds: Sequence[Mapping[str, Any]], segments: Sequence[Mapping[str, Any]]) -> str:
-    seen = {str(s.get("outcome") or "committed") for s in segments}
-    kinds = {str(r.get("kind") or "parallel") for r in rounds}
-    items = [
-        (OUTCOME_COLOURS[o], text)
-        for o, text in (
-            ("committed", "committed share"),
-            ("rolled_back", "rolled back (another stream's conflict)"),
-            ("reapplied", "re-applied on one connection"),
-            ("failed", "failed on the single connection"),
-        )
-        if o in seen or o == "committed"
-    ]
-    classes = sorted(
-        {str(s.get("class")) for s in segments if s.get("class")}
-        | {str(c) for r in rounds for c in _list(r.get("classes"))}
-    )
-    parts = [f'<span class="sw" style="background:{c}"></span>{_e(t)}' for c, t in items]
-    parts += [
-        f'<span class="sw" style="background:{class_colour(c)}"></span>conflict: {_e(c)}' for c in classes
-    ]
-    if "reset" in kinds:
-        parts.append(
-            '<span class="sw" style="background:repeating-linear-gradient(45deg,#f7c99b 0 3px,#fff1e5 3px 8px);'
-            'outline:1px solid #e16f24"></span>reset round (band across all lanes: rolled back, then '
-            "re-applied on one connection)"
-        )
-    if "fatal" in kinds:
-        parts.append(
-            '<span class="sw" style="background:#ffebe9;outline:1px solid #cf222e"></span>fatal round'
-        )
-    return '<div class="legend">' + "".join(parts) + "</div>"
-
-
-# -- commands/s over time ------------------------------------------------------------------
-
-
-def _moving_average(values: Sequence[float], window: int) -> list[float]:
-    """Centred mean over ``window`` points (fewer at the ends)."""
-    half = window // 2
-    out = []
-    for i in range(len(values)):
-        part = values[max(0, i - half) : i + half + 1]
-        out.append(sum(part) / len(part))
-    return out
-
-
-def throughput_svg(series: Any, tmin_end: float = 0.0, mean: float | None = None) -> str:
-    """The throughput series: x seconds since the apply started (the timeline's scale when
-    both are drawn), y commands/s. With buckets, each bucket is a step of the area (the agent
-    commits a round at once: a bucket holds a round's commit or nothing), a moving average over
-    about half a second is drawn over it, and the run's mean as a dashed line."""
-    s = _map(series)
-    pts = [
-        (_float(p[0]), _float(p[1]))
-        for p in _list(s.get("points"))
-        if isinstance(p, list | tuple) and len(p) >= 2
-    ]
-    if not pts:
-        return '<p class="muted no-throughput">no throughput series recorded</p>'
-    pts.sort()
-    bucket = _float(s.get("bucket_seconds"))
-    tmax = max(tmin_end, pts[-1][0] + (bucket if bucket > 0 else 0.0)) or 1.0
-    ymax_raw = max([v for _, v in pts] + ([mean] if mean else [])) or 1.0
-    ystep = _nice_step(ymax_raw, 4)
-    ymax = math.ceil(ymax_raw / ystep) * ystep
-    top, plot_h = 10, 160
-    height = top + plot_h + TL_AXIS
-    plot_w = TL_WIDTH - TL_LEFT - TL_RIGHT
-    base = top + plot_h
-
-    def xy(t: float, v: float) -> tuple[float, float]:
-        return TL_LEFT + plot_w * min(max(t, 0.0), tmax) / tmax, base - plot_h * max(v, 0.0) / ymax
-
-    out = [
-        f'<svg class="throughput" width="{TL_WIDTH}" height="{height}" viewBox="0 0 {TL_WIDTH} {height}" '
-        'role="img" aria-label="commands per second over time" style="max-width:100%;height:auto">'
-    ]
-    k = 0
-    while k * ystep <= ymax * 1.0000001 and k < 50:
-        v = k * ystep
-        _, y = xy(0, v)
-        out.append(
-            f'<line x1="{TL_LEFT}" y1="{y:.1f}" x2="{TL_WIDTH - TL_RIGHT}" y2="{y:.1f}" stroke="#eaeef2"/>'
-            f'<text x="{TL_LEFT - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end" fill="#424a53">'
-            f"{_fmt_tick(v, ystep)}</text>"
-        )
-        k += 1
-    out.append(
-        f'<text x="14" y="{top + plot_h / 2:.0f}" font-size="11" fill="#424a53" text-anchor="middle" '
-        f'transform="rotate(-90 14 {top + plot_h / 2:.0f})">commands/s</text>'
-    )
-    axis, _ = _x_axis(tmax, TL_LEFT, TL_WIDTH, base, top)
-    out.append(axis)
-    if bucket > 0:
-        outline = []
-        for t, v in pts:
-            outline += [xy(t, v), xy(t + bucket, v)]
-    else:
-        outline = [xy(t, v) for t, v in pts]
-    line = " ".join(f"{a:.1f},{b:.1f}" for a, b in outline)
-    out.append(
-        f'<polygon class="area" points="{outline[0][0]:.1f},{base:.1f} {line} {outline[-1][0]:.1f},{base:.1f}" '
-        'fill="#0969da" fill-opacity="0.22"/>'
-        f'<polyline points="{line}" fill="none" stroke="#0969da" stroke-width="1.2"/>'
-    )
-    legend = [
-        ("#0969da", "commands committed per second" + (f" (buckets of {bucket:g} s)" if bucket > 0 else ""))
-    ]
-    if bucket > 0 and len(pts) >= 5:
-        window = max(3, round(0.5 / bucket))
-        if window < len(pts):
-            avg = _moving_average([v for _, v in pts], window)
-            smooth = " ".join(
-                f"{a:.1f},{b:.1f}"
-                for a, b in (xy(t + bucket / 2, v) for (t, _), v in zip(pts, avg, strict=True))
-            )
-            out.append(
-                f'<polyline class="average" points="{smooth}" fill="none" stroke="#bc4c00" stroke-width="2"/>'
-            )
-            legend.append(("#bc4c00", f"moving average over {window * bucket:g} s"))
-    if mean:
-        _, y = xy(0, mean)
-        out.append(
-            f'<line class="mean" x1="{TL_LEFT}" y1="{y:.1f}" x2="{TL_WIDTH - TL_RIGHT}" y2="{y:.1f}" '
-            f'stroke="#1f2328" stroke-dasharray="5 4" stroke-width="1"><title>mean over the apply: '
-            f"{mean:,.0f} commands/s</title></line>"
-        )
-        legend.append(("#1f2328", f"mean over the apply, {mean:,.0f} commands/s"))
-    if len(pts) <= 400:
-        # a tooltip per point or bucket
-        for t, v in pts:
-            a, b = xy(t, v)
-            w = max(xy(t + bucket, v)[0] - a, 2.0) if bucket > 0 else 4.0
-            out.append(
-                f'<rect x="{a - (0 if bucket > 0 else 2):.1f}" y="{top}" width="{w:.1f}" height="{plot_h}" '
-                f'fill="transparent"><title>{t:.2f} s: {v:,.0f} commands/s</title></rect>'
-            )
-    out.append(f'<line x1="{TL_LEFT}" y1="{top}" x2="{TL_LEFT}" y2="{base}" stroke="#57606a"/></svg>')
-    peak = max(v for _, v in pts)
-    return (
-        "".join(out)
-        + '<div class="legend">'
-        + "".join(f'<span class="sw" style="background:{c}"></span>{_e(t)}' for c, t in legend)
-        + f" &middot; peak {peak:,.0f} commands/s</div>"
-    )
-
-
-# -- divergent rows, resets, streams -----------------------------------------------------------
-
-MAX_DIVERGENT = 200
-
-
-def _divergent(sub: Mapping[str, Any]) -> str:
-    rows = [_map(d) for d in _list(sub.get("divergent"))]
-    n = _int(sub.get("divergent_rows"), len(rows))
-    if not rows:
-        return "<p>none</p>" if not n else f"<p>{_num(n)} divergent rows, none listed in the report</p>"
-    out = [
-        '<table class="divergent"><tr><th>kind</th><th>article</th><th>key</th><th>columns</th>'
-        "<th>expected</th><th>found</th></tr>"
-    ]
-    for d in rows[:MAX_DIVERGENT]:
-        out.append(
-            f'<tr class="div"><td><b>{_e(d.get("kind"))}</b></td><td class="mono">{_e(d.get("article"))}</td>'
-            f'<td class="mono">{_key(d.get("key"))}</td>'
-            f'<td class="mono">{", ".join(_e(c) for c in _list(d.get("columns"))) or "-"}</td>'
-            f'<td class="mono">{_json(d.get("expected"))}</td><td class="mono">{_json(d.get("found"))}</td></tr>'
-        )
-        cmds = [_map(c) for c in _list(d.get("commands"))]
-        inv = _map(d.get("inverted"))
-        detail = []
-        if inv.get("why"):
-            detail.append(f'<div class="why"><b>inverted pair</b>: {_e(inv["why"])}</div>')
-        if _list(d.get("skipped")):
-            detail.append(
-                f"<div>skipped commands (lsn): {', '.join(_e(x) for x in _list(d.get('skipped')))}</div>"
-            )
-        if cmds:
-            first, second = inv.get("first"), inv.get("second")
-            detail.append(
-                '<table class="blame"><tr><th>lsn</th><th>xact</th><th>op</th><th>key before -&gt; after</th>'
-                "<th>stream</th><th>round</th><th>outcome</th></tr>"
-                + "".join(
-                    f"<tr{' class=inv' if c.get('lsn') is not None and c.get('lsn') in (first, second) else ''}>"
-                    f'<td class="num">{_e(c.get("lsn"))}</td><td class="num">{_e(c.get("xact_seqno"))}</td>'
-                    f"<td>{_e(c.get('op'))}</td>"
-                    f'<td class="mono">{_key(c.get("key_before"))} -&gt; {_key(c.get("key_after"))}</td>'
-                    f'<td class="num">{_e(c.get("stream", "?"))}</td><td class="num">{_e(c.get("round", "?"))}</td>'
-                    f"<td>{_e(c.get('outcome') or '?')}</td></tr>"
-                    for c in cmds
-                )
-                + "</table>"
-            )
-        else:
-            detail.append('<div class="muted">no command touched this key</div>')
-        out.append(f'<tr><td colspan="6">{"".join(detail)}</td></tr>')
-    out.append("</table>")
-    if len(rows) > MAX_DIVERGENT:
-        out.append(f"<p>... {len(rows) - MAX_DIVERGENT} more divergent rows in the JSON report</p>")
-    if n > len(rows):
-        out.append(f'<p class="muted">{_num(n)} divergent rows in all; the report lists {len(rows)}</p>')
-    return "".join(out)
-
-
-def _by_article(by: Mapping[str, Any]) -> str:
-    cols = ("expected", "found", "missing", "extra", "different")
-    return (
-        '<table class="by-article"><tr><th>article</th>'
-        + "".join(f'<th class="num">{c}</th>' for c in cols)
-        + "</tr>"
-        + "".join(
-            f'<tr><td class="mono">{_e(a)}</td>'
-            + "".join(f'<td class="num">{_num(_map(v).get(c))}</td>' for c in cols)
-            + "</tr>"
-            for a, v in by.items()
-        )
-        + "</table>"
-    )
-
-
-def _reset_log(log: Any) -> str:
-    entries = _list(log)
-    if not entries:
-        return "<p>no reset</p>"
-    out = ['<table class="resets"><tr><th>round</th><th>streams</th><th>classes</th><th>message</th></tr>']
-    for e in entries:
-        if isinstance(e, Mapping):
-            per = [_map(s) for s in _list(e.get("streams"))]
-            frm = e.get("streams_from")
-            streams = (
-                (f"{_e(frm)} -&gt; 1" if frm is not None else "")
-                + (": " if per and frm is not None else "")
-                + "<br>".join(
-                    f"stream {_e(s.get('stream'))} {_e(s.get('class'))}"
-                    + (f' <span class="muted">lsn {_e(s["lsn"])}</span>' if s.get("lsn") is not None else "")
-                    for s in per
-                )
-            ) or "-"
-            classes = " ".join(
-                f'<span class="sw" style="background:{class_colour(c)}"></span>{_e(c)}'
-                for c in _list(e.get("classes"))
-            )
-            out.append(
-                f'<tr><td class="num">{_e(e.get("round", "-"))}</td><td>{streams}</td><td>{classes or "-"}</td>'
-                f"<td>{_e(e.get('message', ''))}</td></tr>"
-            )
-        else:
-            out.append(f"<tr><td>-</td><td>-</td><td>-</td><td>{_e(e)}</td></tr>")
-    return "".join(out) + "</table>"
-
-
-def _command(c: Any) -> str:
-    """One command of a dependency's example: lsn, transaction, stream, round, what it does."""
-    c = _map(c)
-    if c.get("op") == "U" and c.get("key_before") != c.get("key_after"):
-        what = f"U key {_e(c.get('key_before'))} -&gt; {_e(c.get('key_after'))}"
-    elif c.get("op") == "I":
-        what = f"I {_e(c.get('key_after'))}"
-    else:
-        what = f"{_e(c.get('op'))} {_e(c.get('key_before'))}"
-    return (
-        f"{_e(c.get('article'))} {what} "
-        f'<span class="muted">lsn {_e(c.get("lsn"))} xact {_e(c.get("xact_seqno"))} '
-        f"stream {_e(c.get('stream'))} round {_e(c.get('round'))}</span>"
-    )
-
-
-def _parallelism(par: Mapping[str, Any]) -> str:
-    """Why most rounds reset (the dependencies between streams within a round, by kind, each
-    with an example) and what would let the traffic run in parallel, with the run's figures."""
-    out = [f'<p class="why" id="resets-why">{_e(par.get("reason"))}</p>']
-    advice = [a for a in _list(par.get("advice")) if a]
-    if advice:
-        out.append("<p>To run in parallel:</p><ul>" + "".join(f"<li>{_e(a)}</li>" for a in advice) + "</ul>")
-    kinds = [_map(k) for k in _list(par.get("kinds"))]
-    if kinds:
-        out.append(
-            '<table class="kinds"><tr><th>dependency</th><th class="num">commands</th>'
-            '<th class="num">rounds</th><th>meets</th><th>example</th></tr>'
-        )
-        for k in kinds:
-            ex = _map(k.get("example"))
-            example = (
-                f"{_e(ex.get('article'))} key {_e(ex.get('key'))}:<br>{_command(ex.get('depends_on'))}"
-                f"<br>then {_command(ex.get('command'))}"
-                if ex
-                else "-"
-            )
-            out.append(
-                f'<tr><td><b>{_e(k.get("kind"))}</b><br><span class="muted">{_e(k.get("what"))}</span></td>'
-                f'<td class="num">{_num(k.get("commands"))}</td><td class="num">{_num(k.get("rounds"))}</td>'
-                f"<td>{_e(k.get('conflict') or '-')}</td><td>{example}</td></tr>"
-            )
-        out.append("</table>")
-    batches = [_map(b) for b in _list(par.get("batches"))]
-    if batches:
-        out.append(
-            '<table class="batches"><tr><th class="num">commit batch</th><th class="num">rounds</th>'
-            '<th class="num">rounds with a dependency</th><th class="num">dependent commands</th></tr>'
-            + "".join(
-                f'<tr><td class="num">{_num(b.get("commit_batch_size"))}</td><td class="num">{_num(b.get("rounds"))}</td>'
-                f'<td class="num">{_num(b.get("rounds_with"))}</td><td class="num">{_num(b.get("commands"))}</td></tr>'
-                for b in batches
-            )
-            + "</table>"
-        )
-    return "\n".join(out)
-
-
-def _stream_stats(stats: list[Any]) -> str:
-    rows = [_map(s) for s in stats]
-    cols: list[str] = []
-    for r in rows:
-        cols += [str(k) for k in r if str(k) not in cols]
-    return (
-        '<table class="stream-stats"><tr>'
-        + "".join(f'<th class="num">{_e(c)}</th>' for c in cols)
-        + "</tr>"
-        + "".join(
-            "<tr>" + "".join(f'<td class="num">{_num(r.get(c), 3)}</td>' for c in cols) + "</tr>"
-            for r in rows
-        )
-        + "</table>"
-    )
-
-
-def _footer(report: Mapping[str, Any], subs: Sequence[Mapping[str, Any]]) -> str:
+def _footer(report: Mapping[str, Any], subs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The footer's facts: each from the envelope, else from the first subscription that has it."""
     src = [report, *subs]
 
     def first(key: str) -> Any:
         return next((s[key] for s in src if s.get(key) is not None), None)
 
-    parts = []
-    if first("schema_version") is not None:
-        parts.append(f"report schema {_e(first('schema_version'))}")
-    versions = _map(first("versions"))
-    if versions:
-        parts.append(", ".join(f"{_e(k)} {_e(v)}" for k, v in versions.items()))
-    if first("started_at") is not None:
-        parts.append(f"started {_e(first('started_at'))}")
-    if first("seconds") is not None:
-        parts.append(f"{_num(_float(first('seconds')), 1)} s in all")
-    return " &middot; ".join(parts) + (" &middot; " if parts else "") + "written by applier"
+    return {
+        "schema": first("schema_version"),
+        "versions": as_map(first("versions")),
+        "started": first("started_at"),
+        "seconds": first("seconds"),
+    }
 
 
 # -- applier matrix ----------------------------------------------------------------------------
@@ -928,224 +140,59 @@ MATRIX_COLUMNS = (
 
 def render_matrix(doc: Mapping[str, Any]) -> str:
     """The hazard matrix: one row per cell, the verdicts coloured, a reason where there is one."""
-    rows = [_map(r) for r in _list(doc.get("rows"))]
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[str(r.get("verdict"))] = counts.get(str(r.get("verdict")), 0) + 1
-    body = [
-        "<h1>applier matrix</h1>",
-        f"<p>{len(rows)} cells, {_e(doc.get('streams', '?'))} streams, "
-        f"{_e(doc.get('transactions', '?'))} transactions each: "
-        + ", ".join(f"{_badge(v)} {n}" for v, n in sorted(counts.items()))
-        + "</p>",
-        '<table class="matrix"><tr>'
-        + "".join(f"<th>{t}</th>" for _, t in MATRIX_COLUMNS)
-        + "<th>reason</th></tr>",
-    ]
-    for r in rows:
-        cells = []
-        for key, _ in MATRIX_COLUMNS:
-            v = r.get(key)
-            if key == "verdict":
-                cells.append(f"<td>{_badge(v if v is not None else 'unknown')}</td>")
-            elif key == "conflicts":
-                cs = {k: x for k, x in _map(v).items() if x}
-                cells.append(
-                    "<td>"
-                    + (
-                        " ".join(
-                            f'<span class="sw" style="background:{class_colour(k)}"></span>{_e(k)} {_num(x)}'
-                            for k, x in cs.items()
-                        )
-                        or "-"
-                    )
-                    + "</td>"
-                )
-            elif isinstance(v, int | float) and not isinstance(v, bool):
-                cells.append(f'<td class="num">{_num(v)}</td>')
-            else:
-                cells.append(f"<td>{_e(v) if v is not None else '-'}</td>")
-        cells.append(f"<td>{_e(r.get('reason') or '')}</td>")
-        out_class = _e(str(r.get("verdict")))
-        body.append(f'<tr class="cell" data-verdict="{out_class}">' + "".join(cells) + "</tr>")
-    body.append("</table>")
-    return _page("applier matrix", "\n".join(body), "written by applier")
+    rows = [as_map(r) for r in as_list(doc.get("rows"))]
+    counts = Counter(str(r.get("verdict")) for r in rows)
+    return str(
+        render(
+            "matrix.html.j2",
+            title="applier matrix",
+            doc=doc,
+            rows=rows,
+            counts=sorted(counts.items()),
+            columns=MATRIX_COLUMNS,
+        )
+    )
 
 
 # -- applier bench ------------------------------------------------------------------------------
 
-BENCH_SERIES = (
-    ("ceiling", "ceiling (minimal pyodbc loop)"),
-    ("applier_apply", "applier apply phase"),
-    ("applier_end_to_end", "applier end to end"),
-    ("applier_set_apply", "applier apply phase, set-based"),
-    ("applier_set_end_to_end", "applier end to end, set-based"),
-)
 
-
-def _rate(m: Any) -> float | None:
-    v = _map(m).get("commands_per_s")
-    return None if v is None else _float(v)
-
-
-def _k(v: float | None) -> str:
+def _kilo(v: float | None) -> str:
     return "-" if v is None else f"{v / 1000:.1f}k"
 
 
 def _ratio(v: Any) -> str:
-    return "-" if v is None else f"{_float(v):.2f}"
+    return "-" if v is None else f"{as_float(v):.2f}"
+
+
+def _goal_state(g: Mapping[str, Any]) -> tuple[str, str]:
+    """A goal's state and its colour: met, missed (by how much), or not measured."""
+    met = g.get("met")
+    if met is True:
+        return "met", "#1a7f37"
+    if met is False:
+        short = g.get("miss_fraction")
+        return "MISSED" + (f" (short by {as_float(short):.0%})" if short is not None else ""), "#cf222e"
+    return "not measured", "#6e7781"
 
 
 def render_bench(doc: Mapping[str, Any]) -> str:
     """The benchmark's table (commands/s per N with the ratios), its goals and one inline SVG
     chart per synchronous_commit setting (commands/s against N)."""
-    b = _map(doc.get("bench"))
-    runs = _map(doc.get("runs"))
-    body = [
-        "<h1>applier bench</h1>",
-        f"<p>{_num(b.get('commands'))} updates, {_e(b.get('transaction_size', '?'))} per transaction, "
-        f"{_num(b.get('rows'))} rows, commit batch {_e(b.get('commit_batch_size', '?'))}, seed {_e(b.get('seed', '?'))}"
-        + (f", started {_e(b['started'])}" if b.get("started") else "")
-        + "</p>",
-        "<h2>Commands/s</h2>",
-        '<table class="bench"><tr><th>sync</th><th class="num">N</th><th class="num">ceiling</th>'
-        '<th class="num">apply</th><th class="num">end to end</th><th class="num">set apply</th>'
-        '<th class="num">native</th><th class="num">apply/ceiling</th><th class="num">apply/native</th>'
-        '<th class="num">e2e/apply (time)</th><th>verdict</th></tr>',
-    ]
-    for sync, run in runs.items():
-        r = _map(run)
-        native = _k(_rate(r.get("native_logical")))
-        per_n = _map(r.get("per_n"))
-        for n, p in per_n.items():
-            pm = _map(p)
-            ra = _map(pm.get("ratios"))
-            verdicts = [v for v in (pm.get("verdict"), pm.get("set_verdict")) if v is not None]
-            body.append(
-                f'<tr><td>{_e(sync)}</td><td class="num">{_e(n)}</td>'
-                f'<td class="num">{_k(_rate(pm.get("ceiling")))}</td>'
-                f'<td class="num">{_k(_rate(pm.get("applier_apply")))}</td>'
-                f'<td class="num">{_k(_rate(pm.get("applier_end_to_end")))}</td>'
-                f'<td class="num">{_k(_rate(pm.get("applier_set_apply")))}</td>'
-                f'<td class="num">{native}</td><td class="num">{_ratio(ra.get("apply_vs_ceiling"))}</td>'
-                f'<td class="num">{_ratio(ra.get("apply_vs_native"))}</td>'
-                f'<td class="num">{_ratio(ra.get("end_to_end_vs_apply"))}</td>'
-                f"<td>{' '.join(_badge(v) for v in verdicts) or '-'}</td></tr>"
-            )
-        if not per_n:
-            body.append(
-                f'<tr><td>{_e(sync)}</td><td class="num">-</td><td></td><td></td><td></td><td></td>'
-                f'<td class="num">{native}</td><td></td><td></td><td></td><td></td></tr>'
-            )
-    body.append("</table>")
-    goals = [_map(g) for g in _list(doc.get("goals"))]
-    if goals:
-        body.append(
-            '<h2>Goals</h2><table class="goals"><tr><th>goal</th><th class="num">value</th><th>state</th></tr>'
+    b = as_map(doc.get("bench"))
+    runs = as_map(doc.get("runs"))
+    goals = [as_map(g) for g in as_list(doc.get("goals"))]
+    return str(
+        render(
+            "bench.html.j2",
+            title="applier bench",
+            b=b,
+            runs=runs,
+            goals=[(g, *_goal_state(g)) for g in goals],
+            charts=[bench_svg(str(sync), as_map(run)) for sync, run in runs.items()],
+            machine=as_map(b.get("machine")),
+            rate=rate,
+            kilo=_kilo,
+            ratio=_ratio,
         )
-        for g in goals:
-            met = g.get("met")
-            if met is True:
-                state, colour = "met", "#1a7f37"
-            elif met is False:
-                state, colour = "MISSED", "#cf222e"
-            else:
-                state, colour = "not measured", "#6e7781"
-            if met is False and g.get("miss_fraction") is not None:
-                state += f" (short by {_float(g.get('miss_fraction')):.0%})"
-            body.append(
-                f"<tr><td>{_e(g.get('name'))}{' (stretch)' if g.get('stretch') else ''}</td>"
-                f'<td class="num">{_ratio(g.get("value"))}</td>'
-                f'<td><span class="v" style="background:{colour}">{_e(state)}</span></td></tr>'
-            )
-        body.append("</table>")
-    body.append("<h2>Commands/s against N</h2>")
-    body.append('<div class="bench-plots">')
-    for sync, run in runs.items():
-        body.append(_bench_svg(str(sync), _map(run)))
-    body.append("</div>")
-    m = _map(b.get("machine"))
-    footer = (", ".join(f"{_e(k)} {_e(v)}" for k, v in m.items()) + " &middot; ") if m else ""
-    return _page("applier bench", "\n".join(body), footer + "written by applier")
-
-
-def _bench_svg(sync: str, run: Mapping[str, Any]) -> str:
-    per_n = _map(run.get("per_n"))
-    ns = sorted(_int(n) for n in per_n if _int(n) > 0)
-    native = _rate(run.get("native_logical"))
-    series: list[tuple[str, str, list[tuple[int, float]]]] = []
-    for i, (key, label) in enumerate(BENCH_SERIES):
-        rates = [(n, _rate(_map(per_n.get(str(n))).get(key))) for n in ns]
-        got = [(n, v) for n, v in rates if v is not None]
-        if got:
-            series.append((label, SERIES_COLOURS[i % len(SERIES_COLOURS)], got))
-    values = [v for _, _, pts in series for _, v in pts] + ([native] if native else [])
-    if not values:
-        return f'<p class="muted">synchronous_commit = {_e(sync)}: nothing measured</p>'
-    width, height, left, right, top, bottom = 480, 300, 64, 16, 28, 40
-    ystep = _nice_step(max(values), 5)
-    ymax = math.ceil(max(values) / ystep) * ystep or 1.0
-    plot_w, plot_h = width - left - right, height - top - bottom
-    # N on a log2 scale, as the bench's own plot
-    lo, hi = math.log2(min(ns or [1])), math.log2(max(ns or [1]))
-
-    def x(n: int) -> float:
-        return left + (plot_w / 2 if hi == lo else plot_w * (math.log2(n) - lo) / (hi - lo))
-
-    def y(v: float) -> float:
-        return top + plot_h - plot_h * v / ymax
-
-    out = [
-        f'<svg class="bench-plot" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="commands per second against N, synchronous_commit {_e(sync)}">',
-        f'<text x="{left + plot_w / 2:.0f}" y="16" font-size="13" text-anchor="middle" font-weight="600">'
-        f"synchronous_commit = {_e(sync)}</text>",
-    ]
-    k = 0
-    while k * ystep <= ymax * 1.0000001 and k < 50:
-        v = k * ystep
-        out.append(
-            f'<line x1="{left}" y1="{y(v):.1f}" x2="{width - right}" y2="{y(v):.1f}" stroke="#eaeef2"/>'
-            f'<text x="{left - 6}" y="{y(v) + 4:.1f}" font-size="11" text-anchor="end" fill="#424a53">'
-            f"{_fmt_tick(v, ystep)}</text>"
-        )
-        k += 1
-    for n in ns:
-        out.append(
-            f'<line x1="{x(n):.1f}" y1="{top + plot_h}" x2="{x(n):.1f}" y2="{top + plot_h + 4}" stroke="#57606a"/>'
-            f'<text x="{x(n):.1f}" y="{top + plot_h + 16}" font-size="11" text-anchor="middle">{n}</text>'
-        )
-    out.append(
-        f'<line x1="{left}" y1="{top + plot_h}" x2="{width - right}" y2="{top + plot_h}" stroke="#57606a"/>'
-        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#57606a"/>'
-        f'<text x="{left + plot_w / 2:.0f}" y="{height - 6}" font-size="11" text-anchor="middle">streams N</text>'
-    )
-    if native:
-        out.append(
-            f'<line class="native" x1="{left}" y1="{y(native):.1f}" x2="{width - right}" y2="{y(native):.1f}" '
-            f'stroke="#6e7781" stroke-dasharray="4 3" stroke-width="1.5"><title>PostgreSQL logical apply '
-            f"(1 worker): {native:,.0f} commands/s</title></line>"
-        )
-    for label, colour, pts in series:
-        line = " ".join(f"{x(n):.1f},{y(v):.1f}" for n, v in pts)
-        dash = ' stroke-dasharray="5 3"' if "end to end" in label else ""
-        out.append(
-            f'<g class="series"><polyline points="{line}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>'
-            + "".join(
-                f'<circle cx="{x(n):.1f}" cy="{y(v):.1f}" r="3.5" fill="{colour}"><title>{_e(label)}, N={n}: '
-                f"{v:,.0f} commands/s</title></circle>"
-                for n, v in pts
-            )
-            + "</g>"
-        )
-    out.append("</svg>")
-    legend = [f'<span class="sw" style="background:{c}"></span>{_e(label)}' for label, c, _ in series]
-    if native:
-        legend.append(
-            '<span class="sw" style="background:#6e7781"></span>PostgreSQL logical apply (1 worker)'
-        )
-    return (
-        '<div style="display:inline-block;vertical-align:top;margin-right:12px;width:480px">'
-        + "".join(out)
-        + (f'<div class="legend">{"".join(legend)}</div></div>')
     )

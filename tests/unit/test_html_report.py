@@ -4,6 +4,7 @@ the standard library's html.parser. Synthetic reports in tests/data/reports/."""
 from __future__ import annotations
 
 import copy
+import html
 import json
 import re
 from html.parser import HTMLParser
@@ -289,6 +290,146 @@ def test_hostile_text_is_escaped_everywhere():
     multi = {"verdict": "diverged", "subscriptions": [_hostile_run()]}
     check_page(render_run(multi))
     assert "<script>" not in render_run(multi)
+
+
+def _hostile(where: str) -> str:
+    """Text that is markup if it is printed as it is: a script, an element whose attribute breaks
+    out of its quotes, an entity already escaped once, and each character HTML escapes."""
+    return f"<script>alert('{where}')</script><b title=\"{where}\" onclick='x'>&amp;\"'<>"
+
+
+def _sub_places() -> dict[str, Any]:
+    """Where a subscription's report holds text from outside applier (an article, a key, a column,
+    an error message, a conflict class, a name): each place puts its own hostile value there and
+    says how the page shows it."""
+
+    def put(*path: Any, shown: Any = None) -> Any:
+        def place(report: dict[str, Any], v: str) -> str:
+            at = report
+            for p in path[:-1]:
+                at = at[p]
+            at[path[-1]] = v if shown is None else shown(v)
+            return v
+
+        return place
+
+    def rekey(*path: Any) -> Any:
+        # a mapping's key (an article of by_article, a phase, a version) with the first one's value
+        def place(report: dict[str, Any], v: str) -> str:
+            at = report
+            for p in path:
+                at = at[p]
+            at[v] = next(iter(at.values()))
+            return v
+
+        return place
+
+    def reset_round(report: dict[str, Any], v: str) -> str:
+        report["timeline"]["rounds"] = [{"round": v, "kind": "reset", "start": 0, "end": 0.9, "classes": []}]
+        return v
+
+    def reset_log(field: str) -> Any:
+        def place(report: dict[str, Any], v: str) -> str:
+            entry = {"round": 1, "streams_from": 4, "classes": ["deadlock"], "message": "m"}
+            entry["streams"] = [{"stream": 1, "class": v if field == "class" else "deadlock", "lsn": 7}]
+            if field != "class":
+                entry[field] = [v] if field == "classes" else v
+            report["reset_log"] = [entry]
+            return v
+
+        return place
+
+    def parallelism(*path: Any) -> Any:
+        def place(report: dict[str, Any], v: str) -> str:
+            report["parallelism"] = _parallelism()
+            return put("parallelism", *path)(report, v)
+
+        return place
+
+    def json_shown(report: dict[str, Any], v: str) -> str:
+        report["divergent"][0]["found"] = {"qty": v}
+        return json.dumps({"qty": v}, ensure_ascii=False)
+
+    return {
+        "subscription name": put("subscription"),
+        "reason": put("reason"),
+        "target": put("target"),
+        "source": put("source"),
+        "model setting": put("settings", "run", "model"),
+        "error policy setting": put("settings", "run", "error_policy"),
+        "conflict class": put("conflicts", shown=lambda v: {v: 3}),
+        "phase name": rekey("phases_seconds"),
+        "divergent kind": put("divergent", 0, "kind"),
+        "divergent article": put("divergent", 0, "article"),
+        "divergent key": put("divergent", 0, "key", shown=lambda v: [v]),
+        "divergent column": put("divergent", 0, "columns", shown=lambda v: [v]),
+        "divergent value": json_shown,
+        "why inverted": put("divergent", 0, "inverted", "why"),
+        "skipped lsn": put("divergent", 0, "skipped", shown=lambda v: [v]),
+        "command key before": put("divergent", 0, "commands", 0, "key_before"),
+        "command key after": put("divergent", 0, "commands", 0, "key_after"),
+        "command outcome": put("divergent", 0, "commands", 0, "outcome"),
+        "article of by_article": rekey("by_article"),
+        "reset message": reset_log("message"),
+        "reset round": reset_log("round"),
+        "reset classes": reset_log("classes"),
+        "reset stream class": reset_log("class"),
+        "round on the timeline": reset_round,
+        "class on the timeline": put("timeline", "segments", 0, "class"),
+        "outcome on the timeline": put("timeline", "segments", 1, "outcome"),
+        "per-stream column": rekey("streams", 0),
+        "why rounds reset": parallelism("reason"),
+        "advice": parallelism("advice", 0),
+        "dependency kind": parallelism("kinds", 0, "what"),
+        "example article": parallelism("kinds", 0, "example", "article"),
+        "example key": parallelism("kinds", 0, "example", "key"),
+        "example command's article": parallelism("kinds", 0, "example", "command", "article"),
+        "example command's key": parallelism("kinds", 0, "example", "command", "key_after"),
+        "version": rekey("versions"),
+        "started at": put("started_at"),
+    }
+
+
+@pytest.mark.parametrize("where", list(_sub_places()))
+def test_hostile_text_reaches_the_page_escaped_in_each_place(where: str) -> None:
+    report = copy.deepcopy(load("diverged"))
+    v = _hostile(where)
+    shown = _sub_places()[where](report, v)
+    for page in (
+        render_run(report),
+        render_run({"verdict": "diverged", "reason": "r", "subscriptions": [report]}),
+    ):
+        dom = check_page(page)  # no script, no b, no on* attribute came through
+        assert not dom.find("b", title=where)
+        assert shown not in page  # never as it is
+        assert html.escape(shown, quote=True) in page  # escaped once: the &amp; in it twice
+        # read back, the page shows the text as it was, in an element's text or an attribute
+        attributes = [x for _, a, _ in dom.elements for x in a.values()]
+        assert any(shown in t for t, _ in dom.texts) or any(shown in x for x in attributes)
+
+
+@pytest.mark.parametrize(
+    ("kind", "place"),
+    [
+        ("matrix", lambda d, v: d["rows"][0].update(workload=v)),  # a workload's name
+        ("matrix", lambda d, v: d["rows"][0].update(reason=v)),  # an error message
+        ("matrix", lambda d, v: d["rows"][0].update(conflicts={v: 2})),  # a conflict class
+        ("matrix", lambda d, v: d["rows"][0].update(verdict=v)),  # a verdict of another version
+        ("bench", lambda d, v: d["bench"].update(machine={"node": v})),  # the machine's name
+        ("bench", lambda d, v: d["runs"].update({v: d["runs"]["on"]})),  # a setting's name
+        ("bench", lambda d, v: d["goals"][0].update(name=v)),  # a goal
+    ],
+)
+def test_hostile_text_reaches_the_matrix_and_bench_pages_escaped(kind: str, place: Any) -> None:
+    doc = _matrix() if kind == "matrix" else _bench()
+    v = _hostile(kind)
+    place(doc, v)
+    page = render_matrix(doc) if kind == "matrix" else render_bench(doc)
+    dom = check_page(page)
+    assert not dom.find("b", title=kind) and v not in page
+    assert html.escape(v, quote=True) in page
+    attributes = [x for _, a, _ in dom.elements for x in a.values()]
+    assert any(v in t for t, _ in dom.texts) or any(v in x for x in attributes)
 
 
 def _matrix() -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The HTML of a paced run (load test): the lag's percentiles, lag over time (p50, p99 and the
 worst transaction of each round) beside the percentile curve (HdrHistogram's plot: the
 percentile axis spaced by nines), and the thresholds. Rendered from
-``templates/load.html.j2`` (autoescaped)."""
+``templates/load.html.j2`` and ``thresholds.html.j2`` (the report's one environment:
+:mod:`applier.report.markup`)."""
 
 from __future__ import annotations
 
@@ -9,20 +10,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
+
+from applier.report.markup import render
 
 W, H, PAD, BOTTOM, TOP = 560, 240, 52, 22, 20
 _KEYS = ("p50", "p90", "p99", "p999", "max")
 _NAMES = ("p50", "p90", "p99", "p99.9", "max")
 _SERIES = (("p50", "#2da44e"), ("p99", "#bf8700"), ("max", "#cf222e"))
-
-_env = Environment(
-    loader=PackageLoader("applier.report", "templates"),
-    autoescape=select_autoescape(["html", "j2"]),
-    undefined=StrictUndefined,
-    trim_blocks=False,
-)
 
 
 def _fmt(v: Any) -> str:
@@ -99,7 +94,8 @@ def load_section(
         None,
     )
     return Markup(
-        _env.get_template("load.html.j2").render(
+        render(
+            "load.html.j2",
             load=load,
             lag=lag,
             pcts=lag.get("percentiles") or {},
@@ -121,4 +117,4 @@ def thresholds_section(checked: Sequence[Mapping[str, Any]]) -> Markup:
     """The run's thresholds, held or broken."""
     if not checked:
         return Markup("")
-    return Markup(_env.get_template("thresholds.html.j2").render(checked=checked, fmt=_fmt))
+    return Markup(render("thresholds.html.j2", checked=checked, fmt=_fmt))
