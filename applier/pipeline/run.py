@@ -536,6 +536,7 @@ def _prepare(
     install(endpoint, articles, sub.name, custom_sql=custom_sql, set_apply=set_apply)
     failpoints.reach("install.done")
     _record(endpoint, sub.name, ident, INSTALLED, None)
+    say(f"{who}loading the snapshot")
     loaded = load_snapshot(snapshot, endpoint, articles, rows=snapshot_rows)
     failpoints.reach("load.constraints")
     if full_copy:
