@@ -283,9 +283,35 @@ def _local_dir() -> Path:
     # Removed at exit without a word to Spark: after a signal its gateway may be mid-call. The
     # JVM exits when this process does (its stdin closes) and finds nothing left to delete.
     # Spark's folders under SPARK_LOCAL_DIRS go with it (:func:`_own_local_dirs`).
-    atexit.register(leftovers.remove, folder)
+    atexit.register(_remove_at_exit, folder)
     _LOCAL.append(folder)
     return folder
+
+
+def _remove_at_exit(folder: Path) -> None:
+    """Remove this process's Spark folders, after stopping a JVM of theirs still starting.
+
+    A run that fails or is stopped in its first seconds exits while its JVM starts in the
+    background (``api.start_spark``): that JVM watches its stdin for this process's end only
+    once its gateway is up, so it lived on (an orphan, found 30 minutes on), and made its
+    ``spark-*`` folder again in a folder whose owner file was gone, which ``applier clean``
+    leaves alone. Such a JVM (its command line names ``folder``; no gateway reached in this
+    process) is killed first. A JVM whose gateway is up exits as before."""
+    from applier import leftovers
+
+    if SparkContext._gateway is None:
+        import psutil
+
+        mark = f"java.io.tmpdir={folder}"  # the launcher's arguments and the JVM's both say it
+        starting = []
+        with contextlib.suppress(psutil.Error):
+            for p in psutil.Process().children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    if any(mark in arg for arg in p.cmdline()):
+                        p.kill()
+                        starting.append(p)
+        psutil.wait_procs(starting, timeout=5)
+    leftovers.remove(folder)
 
 
 LOCAL_DIRS_ENV = "SPARK_LOCAL_DIRS"
