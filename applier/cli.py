@@ -313,7 +313,9 @@ def cmd_run(a: argparse.Namespace) -> int:
     from rich.console import Console
 
     import applier
+    from applier.report.live import Doing
 
+    a.doing = Doing()  # what the run is doing: the line a stop prints says what it interrupted
     console = Console(stderr=False)
     started = time.time()
     config: Config | None = None
@@ -363,7 +365,7 @@ def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) ->
     early = applier.api.start_spark(config, a.changes, _capture(a))
     with target, live_metrics(config, a, console) as metrics:
         console.print(f"target: {target.description}", highlight=False)
-        with LiveProgress(console, quiet=a.quiet) as live:
+        with LiveProgress(console, quiet=a.quiet, doing=a.doing) as live:
             result = applier.run(
                 config,
                 target,
@@ -511,7 +513,8 @@ EXIT_CODES = """exit codes:
   1    diverged: a subscriber differs (the report names the keys and their commands)
   2    unknown, or the run could not start or finish (bad input, an unreachable target, a
        check that could not decide); the reasons are on stderr and in the report
-  130  stopped by SIGINT (Ctrl-C), 143 by SIGTERM: the open round rolled back
+  130  stopped by SIGINT (Ctrl-C), 143 by SIGTERM: the open transactions rolled back (the
+       line says what was interrupted: generating, loading the snapshot, applying round K...)
 
 Spark's own log goes to spark.log in the run's folder (--out, else beside the report); -v
 shows it, and applier's own log, on the console."""
@@ -760,20 +763,22 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if a.verbose:
             traceback.print_exc()
-        return _stopped(stop.signum if stop else received[0])
+        return _stopped(stop.signum if stop else received[0], a)
     finally:
         for sig, h in previous.items():  # main() may run inside another program (a test)
             signal.signal(sig, h)
     # A signal that a step caught on its way (inside a C call it arrives as a SystemError)
     # still stops the run: its result is not the run's.
-    return _stopped(received[0]) if received else code
+    return _stopped(received[0], a) if received else code
 
 
-def _stopped(signum: int) -> int:
-    """Unwound through every `with` and `finally`: the open round rolled back with its
-    connections, the embedded cluster and the temporary folders removed."""
+def _stopped(signum: int, a: argparse.Namespace) -> int:
+    """Unwound through every `with` and `finally`: the open transactions rolled back with their
+    connections, the embedded cluster and the temporary folders removed. A run says what was
+    interrupted (``stopped by SIGTERM while applying round 12 of 40: ...``)."""
     name = signal.Signals(signum).name
-    print(f"stopped by {name}: the open round was rolled back, nothing else was applied", file=sys.stderr)
+    doing = f" {a.doing.interrupted()}" if getattr(a, "doing", None) is not None else ""
+    print(f"stopped by {name}{doing}", file=sys.stderr)
     return 128 + signum
 
 

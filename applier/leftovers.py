@@ -7,6 +7,9 @@ taken for the owner). A normal exit, an error or a signal removes the folder; a 
 cannot, so the next run (and ``applier clean``) removes the folders whose owner is gone,
 after stopping the PostgreSQL server one of them may still run. A live run's folders are
 never touched.
+
+A folder may record others its owner created elsewhere (``elsewhere``: one path a line; Spark's
+local folders of a run under ``SPARK_LOCAL_DIRS``, each owned the same way): they go with it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 from pathlib import Path
 
 OWNER = "owner"
+ELSEWHERE = "elsewhere"  # in an owned folder: folders its owner created outside the temporary directory
 PREFIXES = ("applier-pg-", "applier-bbf-", "applier-work-", "applier-spark-")
 CLUSTERS = ("applier-pg-", "applier-bbf-")  # folders holding a server's data directory
 
@@ -33,11 +37,50 @@ def _start_time(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
-def owned_dir(prefix: str) -> Path:
-    """A new temporary folder ``<prefix>*`` owned by this process."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
+def owned_dir(prefix: str, root: str | Path | None = None) -> Path:
+    """A new temporary folder ``<prefix>*`` owned by this process, in ``root`` (default: the
+    temporary directory)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
     (path / OWNER).write_text(f"{os.getpid()} {_start_time(os.getpid()) or ''}\n", encoding="utf-8")
     return path
+
+
+def record_elsewhere(folder: Path, other: Path) -> None:
+    """Record in ``folder`` (owned) that ``other`` (owned by the same process, anywhere) goes
+    with it: ``clean`` removes both once their owner is gone. Written before ``other`` is used."""
+    with (folder / ELSEWHERE).open("a", encoding="utf-8") as f:
+        f.write(f"{other}\n")
+
+
+def _elsewhere(folder: Path) -> list[Path]:
+    """The folders ``folder`` recorded as its own, that a dead owner still owns (a path
+    reused since, or one never owned, is left alone)."""
+    try:
+        lines = (folder / ELSEWHERE).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    try:
+        owner = (folder / OWNER).read_text(encoding="utf-8")
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        other = Path(line)
+        with contextlib.suppress(OSError):
+            if line and other.is_dir() and (other / OWNER).read_text(encoding="utf-8") == owner:
+                out.append(other)
+    return out
+
+
+def remove(folder: Path) -> None:
+    """Remove ``folder`` and what it recorded as its own. A second pass catches what a dying
+    child (a killed JVM's Python workers) wrote while the first ran."""
+    for path in (*_elsewhere(folder), folder):
+        for _ in range(3):
+            shutil.rmtree(path, ignore_errors=True)
+            if not path.exists():
+                break
+            time.sleep(0.1)
 
 
 def owner_alive(folder: Path) -> bool:
@@ -79,6 +122,7 @@ def clean(root: str | Path | None = None) -> list[Path]:
                 continue
             if prefix in CLUSTERS:
                 _stop_postgres(folder)
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder)
+            elsewhere = _elsewhere(folder)
+            remove(folder)
+            removed += [*elsewhere, folder]
     return removed

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyspark import StorageLevel
+from pyspark import SparkContext, StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 # Parquet that Spark writes within a run and reads back (the events, a long schedule's spill)
@@ -282,12 +282,84 @@ def _local_dir() -> Path:
 
     # Removed at exit without a word to Spark: after a signal its gateway may be mid-call. The
     # JVM exits when this process does (its stdin closes) and finds nothing left to delete.
-    atexit.register(shutil.rmtree, folder, True)
+    # Spark's folders under SPARK_LOCAL_DIRS go with it (:func:`_own_local_dirs`).
+    atexit.register(_remove_at_exit, folder)
     _LOCAL.append(folder)
     return folder
 
 
+def _remove_at_exit(folder: Path) -> None:
+    """Remove this process's Spark folders, after stopping a JVM of theirs still starting.
+
+    A run that fails or is stopped in its first seconds exits while its JVM starts in the
+    background (``api.start_spark``): that JVM watches its stdin for this process's end only
+    once its gateway is up, so it lived on (an orphan, found 30 minutes on), and made its
+    ``spark-*`` folder again in a folder whose owner file was gone, which ``applier clean``
+    leaves alone. Such a JVM (its command line names ``folder``; no gateway reached in this
+    process) is killed first. A JVM whose gateway is up exits as before."""
+    from applier import leftovers
+
+    if SparkContext._gateway is None:
+        import psutil
+
+        mark = f"java.io.tmpdir={folder}"  # the launcher's arguments and the JVM's both say it
+        starting = []
+        with contextlib.suppress(psutil.Error):
+            for p in psutil.Process().children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    if any(mark in arg for arg in p.cmdline()):
+                        p.kill()
+                        starting.append(p)
+        psutil.wait_procs(starting, timeout=5)
+    leftovers.remove(folder)
+
+
+LOCAL_DIRS_ENV = "SPARK_LOCAL_DIRS"
+LOCAL_DIR_CONF = "spark.local.dir"
+
+
+def _own_local_dirs(given: str) -> str:
+    """Folders of this process's own in each of Spark's local directories ``given`` (a comma
+    list, as SPARK_LOCAL_DIRS and spark.local.dir take it), as the same list.
+
+    Spark puts its block manager's ``blockmgr-*`` and its ``spark-*`` folders there, and only
+    its JVM's shutdown hook removes them: a JVM killed by a signal (the CLI kills it, so that
+    the stream tasks stop mid-call) or a kill -9 would leave them. In an ``applier-spark-*``
+    folder owned by this process and recorded in :func:`_local_dir`'s, they go at exit, and
+    after a kill -9 with ``applier clean``; they stay on the disks the user chose. A folder
+    that cannot be made is given to Spark as it was (it will say what is wrong with it)."""
+    from applier import leftovers
+
+    if given in _OWN_LOCAL.values():  # this process's own already (a second session)
+        return given
+    if given not in _OWN_LOCAL:
+        record = _local_dir()
+        own = []
+        for d in (x.strip() for x in given.split(",")):
+            if not d:
+                continue
+            try:
+                Path(d).mkdir(parents=True, exist_ok=True)
+                sub = leftovers.owned_dir("applier-spark-", d)
+            except OSError:
+                own.append(d)
+                continue
+            leftovers.record_elsewhere(record, sub)
+            own.append(str(sub))
+        _OWN_LOCAL[given] = ",".join(own)
+    return _OWN_LOCAL[given]
+
+
+_OWN_LOCAL: dict[str, str] = {}  # the local directories given -> this process's own in them
+
+
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
+# HotSpot keeps its performance counters (what jps and jstat read) in a file of
+# /tmp/hsperfdata_<user>/<pid>, always /tmp on Linux, whatever java.io.tmpdir says; only a JVM
+# that exits removes it, and the JVM a signal or a kill -9 stops never does. Kept in memory
+# instead, nothing is left; jcmd <pid> still attaches by its pid.
+# https://docs.oracle.com/en/java/javase/17/docs/specs/man/java.html (-XX:+PerfDisableSharedMem)
+NO_PERF_FILE = "-XX:+PerfDisableSharedMem"
 # A local driver JVM for small runs compiles with C1 alone: on 2 cores, C2's compiler threads
 # compete with the run they would speed up. The demo (10,000 commands) went 15.6 -> 12.5 s
 # and Spark's start 3.0 -> 2.3 s; a warm 1M-command set-based run's plan and verify took
@@ -609,7 +681,7 @@ def spark_session(
     if not under_spark_submit():
         # The JVM's temporary files (Spark's block manager, shuffle and userFiles folders) in a
         # folder this process owns: removed at exit, and by the next run after a kill -9.
-        java_options = [f"-Djava.io.tmpdir={_local_dir()}"]
+        java_options = [f"-Djava.io.tmpdir={_local_dir()}", NO_PERF_FILE]
         if (archive := class_archive()) is not None:
             java_options.append(archive.java_options())
             if archive.ready:
@@ -659,7 +731,11 @@ def spark_session(
                 f"spark.executorEnv.{WORKER_LOG_ENV}", str(worker_log_dir())
             )
         for key, value in (conf or {}).items():  # the user's properties over these
-            builder = builder.config(key, value)
+            builder = builder.config(key, _own_local_dirs(value) if key == LOCAL_DIR_CONF else value)
+        if os.environ.get(LOCAL_DIRS_ENV, "").strip() and SparkContext._gateway is None:
+            # Spark takes SPARK_LOCAL_DIRS over spark.local.dir; the JVM launched below reads it
+            # from this process's environment (PySpark passes it on whole).
+            os.environ[LOCAL_DIRS_ENV] = _own_local_dirs(os.environ[LOCAL_DIRS_ENV])
     handler = signal.getsignal(signal.SIGINT)
     if not under_spark_submit():
         _launch_gateway(builder)

@@ -158,6 +158,25 @@ def reusable(target: Endpoint, articles: Sequence[Article]) -> bool:
     return not sequences and {(s.lower(), t.lower()) for s, t in tables} == own
 
 
+def present_tables(target: Endpoint, articles: Sequence[Article]) -> list[str]:
+    """The articles (their names) whose tables the subscriber has, compared as :func:`reusable`
+    compares them (case-insensitively: T-SQL engines fold names)."""
+    conn = target.connect()
+    try:
+        tables = (
+            conn.cursor()
+            .execute(
+                "SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+            )
+            .fetchall()
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    have = {(s.lower(), t.lower()) for s, t in tables}
+    return [a.name for a in articles if (a.schema.lower(), a.table.lower()) in have]
+
+
 def _check_custom_procedures(
     cur: Any, dialect: Dialect, articles: Sequence[Article], custom_sql: Sequence[Path]
 ) -> None:

@@ -23,7 +23,7 @@ from applier import failpoints, leftovers
 from applier.apply.digest import EventDigest
 from applier.apply.events import EVENT_SCHEMA
 from applier.apply.gate import ScheduleSpec, order_of
-from applier.apply.install import add_constraints, install, load_snapshot
+from applier.apply.install import add_constraints, install, load_snapshot, present_tables
 from applier.apply.job import StreamJob
 from applier.apply.pace import Pace
 from applier.apply.rendezvous import observing
@@ -140,11 +140,12 @@ def run(
     # A resume is checked before the stream is read (another run is refused at once); a new run
     # is recorded as started once its input is validated, before anything is installed.
     base = Schemas.build({a.name: a for a in config.articles}, [])
+    arts = {s.name: sub_articles(base, s, {}) for s in subs}
     idents = {
         s.name: run_identity(
             config,
             s,
-            sub_articles(base, s, {}),
+            arts[s.name],
             changes,
             snapshot,
             s.streams or config.run.streams,
@@ -152,7 +153,15 @@ def run(
         )
         for s in subs
     }
-    held = {s.name: _resumed(endpoints[s.name], s.name, idents[s.name]) for s in subs if resume}
+    # The runs resumed; a subscriber that holds neither a record of the run nor its tables (one
+    # stopped before it recorded its start) starts it from the beginning.
+    held: dict[str, RunRecord] = {}
+    for s in subs if resume else ():
+        found = _resumed(endpoints[s.name], s.name, idents[s.name], arts[s.name])
+        if found is not None:
+            held[s.name] = found
+        else:
+            say(f"--resume: no run of {s.name!r} nor its tables here: starting from the beginning")
     own_dir = work_dir is None
     wd = leftovers.owned_dir("applier-work-") if work_dir is None else Path(work_dir)
     wd.mkdir(parents=True, exist_ok=True)
@@ -174,13 +183,15 @@ def run(
                     if cs.events is not None
                     else cs.changes.where(F.col("op").isin(*EVENT_OPS)).orderBy("lsn").collect()
                 )
-            if resume and events:
+            if held and events:
                 raise InputError(
                     f"{changes}: --resume cannot continue a stream with schema changes, statements or "
                     "applied procedures (they are applied once, between segments)"
                 )
             read_seconds = time.perf_counter() - t
-            for s in subs if not resume else ():
+            for s in subs:
+                if s.name in held:
+                    continue
                 _record(endpoints[s.name], s.name, idents[s.name], STARTED, None)
             out = []
             for sub in subs:
@@ -490,14 +501,22 @@ def _held_run(endpoint: Endpoint, name: str) -> RunRecord | None:
         conn.close()
 
 
-def _resumed(endpoint: Endpoint, name: str, ident: RunIdentity) -> RunRecord:
-    """The run a resume continues (the phase it reached, its snapshot's rows); anything but the
+def _resumed(
+    endpoint: Endpoint, name: str, ident: RunIdentity, articles: Sequence[Article]
+) -> RunRecord | None:
+    """The run a resume continues (the phase it reached, its snapshot's rows); None where the
+    subscriber holds no record of a run of ``name`` and none of its ``articles``' tables: there
+    is nothing to continue, and nothing another run left to mistake for it. Anything else but the
     same run is refused, naming what differs."""
     held = _held_run(endpoint, name)
     if held is None:
+        there = present_tables(endpoint, articles)
+        if not there:
+            return None
         raise InputError(
-            f"--resume: {endpoint.description} holds no run of subscription {name!r} to continue "
-            "(run it without --resume first)"
+            f"--resume: {endpoint.description} holds no run of subscription {name!r} to continue, "
+            f"and its table(s) {', '.join(there)} are there: another run's, or tables of that name "
+            "(run it without --resume to start again)"
         )
     if held.fingerprint != ident.fingerprint:
         diff = ident.differences(held.settings)
@@ -539,6 +558,7 @@ def _prepare(
     install(endpoint, articles, sub.name, custom_sql=custom_sql, set_apply=set_apply)
     failpoints.reach("install.done")
     _record(endpoint, sub.name, ident, INSTALLED, None)
+    say(f"{who}loading the snapshot")
     loaded = load_snapshot(snapshot, endpoint, articles, rows=snapshot_rows)
     failpoints.reach("load.constraints")
     if full_copy:

@@ -6,13 +6,18 @@ the phases that are Spark jobs count the tasks of their running stages (Spark's 
 tracker). Nothing is drawn as a bar until its total is known: a phase without one shows a
 spinner and its elapsed time. When stdout is not a terminal (CI logs) only the phase lines
 are printed, each once.
+
+:class:`Doing` keeps what the run is doing (its last phase, the apply's round) for the line a
+signal's stop prints: what was interrupted, and what that leaves in the subscriber.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -80,6 +85,61 @@ def spark_tasks() -> tuple[int, int] | None:
     return (done, total) if total else None
 
 
+# The phases a run's console lines begin (after "<subscription>: "), what a stop in each
+# interrupts and what it leaves; a line that begins none of them (a note) keeps the phase.
+_PHASES = (
+    ("generating", "generating the workload", "this run applied nothing"),
+    ("reading changes", "reading the changes", "this run applied nothing"),
+    ("distributing", "distributing the changes", "this run applied nothing"),
+    ("installing tables", "installing tables and procedures", "no change was applied"),
+    ("loading the snapshot", "loading the snapshot", "it is partly loaded; --resume loads it again"),
+    ("planning rounds", "planning the rounds", "no round was open"),
+    ("applying", "applying", ""),  # the round: Doing.interrupted
+    ("verifying", "verifying", "every round was applied and committed; the check did not finish"),
+)
+
+_ROUNDS = re.compile(r" in ([0-9]+) rounds")
+
+
+@dataclass
+class Doing:
+    """What a run is doing: the phase its console said last (its index in ``_PHASES``) and the
+    apply's rounds (committed, of how many)."""
+
+    phase: int | None = None
+    rounds: tuple[int, int] | None = None
+
+    def said(self, text: str) -> None:
+        # "<subscription>: <phase>"; a note of the whole run ("set-based apply is not available
+        # for X: applying row by row") is no phase
+        head = text.split(": ", 1)[1] if ": " in text and not text.startswith("set-based") else text
+        for i, (begins, _, _) in enumerate(_PHASES):
+            if head.startswith(begins):
+                self.phase, self.rounds = i, None
+                if (m := _ROUNDS.search(head)) is not None:  # "applying N commands in R rounds ..."
+                    self.rounds = (0, int(m.group(1)))
+                return
+
+    def committed(self, done: int, total: int) -> None:
+        self.rounds = (done, total)
+
+    def interrupted(self) -> str:
+        """``while <what was interrupted>: <what it leaves>``, for ``stopped by SIGTERM ...``.
+        The apply's round is the one after those the progress table showed committed when it
+        was last read (every 0.5 s)."""
+        if self.phase is None:
+            return "while starting: this run applied nothing"
+        _, what, leaves = _PHASES[self.phase]
+        if what != "applying":
+            return f"while {what}: {leaves}"
+        done, total = self.rounds or (0, 0)
+        k = min(done + 1, total) if total else done + 1
+        return (
+            f"while applying round {k}{f' of {total}' if total else ''}: its open transactions were "
+            "rolled back, what committed stays (--resume continues from there)"
+        )
+
+
 class LiveProgress:
     """``with LiveProgress(console) as live: api.run(..., on_phase=live.phase, progress=live.progress)``."""
 
@@ -90,8 +150,10 @@ class LiveProgress:
         quiet: bool = False,
         tasks: Callable[[], tuple[int, int] | None] = spark_tasks,
         poll_s: float = 0.5,
+        doing: Doing | None = None,
     ) -> None:
         self.console = console
+        self.doing = doing or Doing()
         self.quiet = quiet
         self.tasks = tasks
         self.poll_s = poll_s
@@ -140,6 +202,7 @@ class LiveProgress:
     def phase(self, text: str) -> None:
         """A new phase began (its line printed once, as it starts): the last one is done."""
         self._end()
+        self.doing.said(text)
         with self._lock:
             if not self.quiet:
                 self.console.print(f"[dim]- {text}[/]", highlight=False)
@@ -150,6 +213,7 @@ class LiveProgress:
 
     def progress(self, stage: str, done: int, total: int) -> None:
         """The apply's rounds committed (``api.run``'s ``progress``)."""
+        self.doing.committed(done, total)
         with self._lock:
             if self.current is None:
                 return

@@ -1,8 +1,9 @@
 """Exactly once across a kill: a run killed with SIGKILL part-way through its apply and resumed on
 the same subscriber applies each command once, skipping what the progress table shows
 committed. A resume continues only the run the subscriber holds: other settings, or a
-subscriber that holds no run, are refused with what differs named; a run stopped before its
-snapshot was wholly loaded loads it again."""
+subscriber that holds no run but its tables, are refused with what differs named; one that holds
+neither (a run stopped before it recorded its start) starts the run from the beginning; a run
+stopped before its snapshot was wholly loaded loads it again."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import pytest
 import applier
 from applier.errors import ConfigError, InputError
 from applier.sources.generator import LANES, generate_lane
-from applier.targets.progress import INSTALLED, ProgressTable
+from applier.targets.progress import APPLIED, INSTALLED, ProgressTable
 from tests.integration.helpers import rows, run, write_jsonl
 
 pytestmark = pytest.mark.integration
@@ -130,8 +131,33 @@ def test_resume_refuses_another_run_naming_what_differs(spark, target, tmp_path)
     with pytest.raises(ConfigError, match="source differ"):
         run(spark, cfg, target, changes=other, snapshot=sn, resume=True)
     never = cfg.replace(run=dataclasses.replace(cfg.run, subscription="resume_never"))
-    with pytest.raises(InputError, match="holds no run of subscription 'resume_never'"):
+    with pytest.raises(
+        InputError,
+        match=r"holds no run of subscription 'resume_never'.*table\(s\) dbo\.resume_other are there",
+    ):
         run(spark, never, target, changes=ch, snapshot=sn, resume=True)
+
+
+def test_resume_where_neither_the_run_nor_its_tables_are_starts_it_from_the_beginning(
+    spark, target, tmp_path
+):
+    name = "resume_fresh"
+    cfg, _f, ch, sn, total = _files(tmp_path, name)
+    said: list[str] = []
+    result, report = run(spark, cfg, target, changes=ch, snapshot=sn, resume=True, on_phase=said.append)
+    started = [t for t in said if t.startswith("--resume:")]
+    assert started == ["--resume: no run of 'resume_fresh' nor its tables here: starting from the beginning"]
+    assert report["snapshot_rows"] == 200
+    assert report["outcomes"].get("resumed", 0) == 0
+    assert report["outcomes"].get("applied", 0) + report["outcomes"].get("reapplied", 0) == total
+    assert report["verdict"] == "converged", report["divergent"][:2]
+    # recorded as any run is: a later --resume continues it
+    conn = target.connect()
+    try:
+        held = ProgressTable(target.dialect).read_run(conn.cursor(), name)
+    finally:
+        conn.close()
+    assert held is not None and held.phase == APPLIED and held.snapshot_rows == 200
 
 
 def test_a_run_stopped_before_its_snapshot_was_loaded_loads_it_again(spark, target, tmp_path):

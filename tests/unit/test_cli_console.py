@@ -14,7 +14,7 @@ from rich.text import Text
 
 from applier import cli
 from applier.errors import TargetError
-from applier.report.live import LiveProgress, _Bar, _Eta
+from applier.report.live import Doing, LiveProgress, _Bar, _Eta
 from applier.targets import Target
 from applier.targets.connstr import redact
 
@@ -191,6 +191,83 @@ def test_quiet_prints_nothing():
         live.phase("generating")
         live.progress("apply", 1, 2)
     assert buf.getvalue() == ""
+
+
+# What a stop interrupted, from the lines the run said (and the rounds the progress table
+# showed committed): what `stopped by SIGTERM ...` goes on to say.
+STOPS = [
+    ([], None, "while starting: this run applied nothing"),
+    (["generating uniform workload"], None, "while generating the workload: this run applied nothing"),
+    (["reading changes"], None, "while reading the changes: this run applied nothing"),
+    (["generating uniform workload", "installing tables and procedures"], None, "while installing tables"),
+    (
+        ["installing tables and procedures", "loading the snapshot"],
+        None,
+        "while loading the snapshot: it is partly",
+    ),
+    # a subscription's phases carry its name; a note of the run or of a subscription is no phase
+    (
+        [
+            "s1: distributing",
+            "s1: set-based apply is off: the stream changes the schema (applying row by row)",
+        ],
+        None,
+        "while distributing",
+    ),
+    (["set-based apply is not available for tsql: applying row by row"], None, "while starting"),
+    (["planning rounds and streams"], None, "while planning the rounds: no round was open"),
+    (["applying 100 commands in 40 rounds on 4 streams"], None, "while applying round 1 of 40: its open"),
+    (["applying"], None, "while applying round 1: its open"),  # no total said, none read yet
+    (["applying 100 commands in 40 rounds on 4 streams"], (0, 40), "while applying round 1 of 40: its open"),
+    (
+        ["applying 100 commands in 40 rounds on 4 streams"],
+        (12, 40),
+        "while applying round 13 of 40: its open",
+    ),
+    (["applying 100 commands in 40 rounds on 4 streams"], (40, 40), "while applying round 40 of 40"),
+    (
+        [
+            "applying 1 commands in 1 rounds on 4 streams",
+            "s1: schema change of dbo.t to version 2 (1 statements)",
+        ],
+        (1, 1),
+        "while applying round 1 of 1",
+    ),
+    (
+        ["applying 100 commands in 40 rounds on 4 streams", "s1: verifying"],
+        (40, 40),
+        "while verifying: every round was applied",
+    ),
+    # a new phase forgets the rounds of the last apply (the next segment counts its own)
+    (
+        [
+            "applying 50 commands in 5 rounds on 2 streams",
+            "planning rounds and streams (segment 1)",
+            "applying 9 commands in 9 rounds on 2 streams (segment 1)",
+        ],
+        None,
+        "while applying round 1 of 9:",
+    ),
+]
+
+
+@pytest.mark.parametrize(("said", "rounds", "begins"), STOPS)
+def test_a_stop_names_what_it_interrupted(said, rounds, begins):
+    doing = Doing()
+    for text in said:
+        doing.said(text)
+    if rounds is not None:
+        doing.committed(*rounds)
+    assert doing.interrupted().startswith(begins), doing.interrupted()
+
+
+def test_the_live_progress_keeps_what_the_run_is_doing():
+    console, _ = _console()
+    doing = Doing()
+    with LiveProgress(console, quiet=True, tasks=lambda: None, doing=doing) as live:
+        live.phase("applying 100 commands in 10 rounds on 4 streams")
+        live.progress("apply", 3, 10)
+    assert doing.interrupted().startswith("while applying round 4 of 10")
 
 
 def test_a_bad_applier_target_is_named_as_the_variable(monkeypatch, capsys):
