@@ -422,6 +422,22 @@ BAD_FILES = [
         b"run:\n\tstreams: 2\n",
         "a.yaml:2:1: not valid YAML: found character '\\t' that cannot start any token",
     ),
+    # a key given twice is refused at the second one, at any depth (PyYAML alone keeps the last)
+    (
+        "a.yaml",
+        b"run:\n  streams: 2\n  streams: 3\n",
+        "a.yaml:3:3: not valid YAML: duplicate key 'streams' (first on line 2)",
+    ),
+    (
+        "a.yaml",
+        b"articles:\n  - name: dbo.t\n    columns:\n      - {name: k, type: int, key: true, key: false}\n",
+        "a.yaml:4:41: not valid YAML: duplicate key 'key' (first on line 4)",
+    ),
+    (
+        "a.yaml",
+        b"run: {}\nworkload: {}\nrun: {}\n",
+        "a.yaml:3:1: not valid YAML: duplicate key 'run' (first on line 1)",
+    ),
     ("a.json", b'{"run": {"streams": 2,}}', "a.json:1:23: not valid JSON"),
     ("a.toml", b"[run]\nstreams = \n", "a.toml: not valid TOML: Invalid value (at line 2, column 11)"),
     ("a.toml", b"[workload]\nseed = 9223372036854775808\n", "seed must be at most 9223372036854775807"),
@@ -439,6 +455,15 @@ def test_bad_config_files_get_one_line_naming_the_place(
         load_config(f)
     assert words in str(e.value)
     assert str(f) in str(e.value)
+
+
+def test_yaml_merge_keys_still_override(tmp_path: Path) -> None:
+    # '<<' is not a duplicate: YAML's merge key lets the mapping's own keys win over what it merges
+    text = "base: &b {streams: 1, commit_batch_size: 5}\nrun:\n  <<: *b\n  streams: 2\n"
+    data = {"run": {"streams": 2, "commit_batch_size": 5}, "base": {"streams": 1, "commit_batch_size": 5}}
+    from applier.config.yamlfile import load
+
+    assert load(text) == data
 
 
 def test_config_that_is_a_folder_or_a_fifo(tmp_path: Path) -> None:
