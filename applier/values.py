@@ -224,6 +224,25 @@ def _check_text(col: Column, value: str) -> None:
         ) from None
 
 
+def utf16_units(text: str) -> int:
+    """The length of ``text`` in UTF-16 code units: a character beyond U+FFFF (a surrogate pair)
+    counts 2. SQL Server's nchar(n)/nvarchar(n) count n this way."""
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+def check_utf16_length(col: Column, value: Any) -> None:
+    """ValueError_ when text longer than the column's n in UTF-16 code units (no length or max:
+    any text fits; anything but text is not this check's)."""
+    n = col.type.length
+    if n is None or n <= 0 or not isinstance(value, str) or len(value) * 2 <= n:
+        return
+    units = utf16_units(value.rstrip(" ") if col.type.base in ("char", "nchar") else value)
+    if units > n:
+        raise _fail(
+            col, value, f"{units} UTF-16 code units, longer than {n} (a character beyond U+FFFF counts 2)"
+        )
+
+
 def _is_integral(v: object) -> bool:
     try:
         d = decimal.Decimal(str(v))

@@ -12,7 +12,15 @@ import uuid
 import pytest
 
 from applier.articles import Column, parse_type
-from applier.values import ValueError_, dumps_image, encode, to_param, validate_encoded
+from applier.values import (
+    ValueError_,
+    check_utf16_length,
+    dumps_image,
+    encode,
+    to_param,
+    utf16_units,
+    validate_encoded,
+)
 
 
 def col(t: str, nullable: bool = True) -> Column:
@@ -204,6 +212,41 @@ BAD_INPUT_VALUES = [
 def test_values_that_do_not_fit_are_refused(t, v, words):
     with pytest.raises(ValueError_, match=re.escape(words)):
         validate_encoded(col(t), v)
+
+
+EMOJI = "\U0001f600"  # beyond U+FFFF: a surrogate pair in UTF-16, 2 code units
+UTF16_LENGTHS = [
+    # (type, value, accepted as SQL Server counts nchar/nvarchar's n: UTF-16 code units)
+    ("nvarchar(4)", EMOJI * 2, True),  # 2 characters, 4 units: exactly n
+    ("nvarchar(4)", EMOJI * 2 + "a", False),  # 3 characters, 5 units: n + 1
+    ("nvarchar(5)", "a" + EMOJI * 2, True),
+    ("nvarchar(3)", EMOJI * 2, False),  # 2 characters: fits n = 3 in characters, not in units
+    ("nvarchar(4)", "abcd", True),  # the Basic Multilingual Plane counts 1 a character
+    ("nvarchar(4)", "éßж中", True),
+    ("nchar(4)", encode(col("nchar(4)"), EMOJI * 2), True),  # the padding a nchar gets is not counted
+    ("nchar(4)", encode(col("nchar(4)"), EMOJI * 3), False),  # 3 characters fit nchar(4), 6 units do not
+    ("nvarchar(max)", EMOJI * 5000, True),  # max: no n
+    ("nvarchar(4)", None, True),
+]
+
+
+@pytest.mark.parametrize(
+    "t,v,ok", UTF16_LENGTHS, ids=[f"{r[0]}-{len(r[1] or '')}-{r[2]}" for r in UTF16_LENGTHS]
+)
+def test_utf16_length_counts_a_surrogate_pair_as_two(t, v, ok):
+    if ok:
+        check_utf16_length(col(t), v)
+        return
+    with pytest.raises(ValueError_) as e:
+        check_utf16_length(col(t), v)
+    n = col(t).type.length
+    assert f"column 'c' ({t}): {utf16_units(v.rstrip())} UTF-16 code units, longer than {n}" in str(e.value)
+    assert len(v.rstrip()) <= n  # the characters fit: only the units' count refuses it
+
+
+def test_utf16_units():
+    assert [utf16_units(s) for s in ("", "a", EMOJI, "a" + EMOJI + "b", "中")] == [0, 1, 2, 4, 1]
+    assert utf16_units(EMOJI * 3 + "x") == len((EMOJI * 3 + "x").encode("utf-16-le")) // 2
 
 
 def test_values_at_the_edges_still_fit():
