@@ -466,6 +466,41 @@ def test_yaml_merge_keys_still_override(tmp_path: Path) -> None:
     assert load(text) == data
 
 
+@pytest.mark.parametrize(
+    "workload,accepted",
+    [
+        # a generated lsn is xact_seqno << 20 | command_id: command_id 2**20 is the next transaction's
+        ({"commands_per_transaction": 2**20 - 1}, True),
+        ({"commands_per_transaction": 2**20}, False),
+        # and transactions, a 32-bit integer, keep xact_seqno << 20 a bigint
+        ({"transactions": 2**31 - 1}, True),
+    ],
+)
+def test_generated_positions_cannot_collide(workload: dict, accepted: bool) -> None:
+    from applier.records.schema import make_lsn
+
+    data = {
+        "workload": {"kind": "uniform", **workload},
+        "articles": [{"name": "dbo.t", "columns": [{"name": "k", "type": "int", "key": True}]}],
+    }
+    if not accepted:
+        ((name, value),) = workload.items()
+        with pytest.raises(
+            ConfigError, match=rf"^c\.toml: workload\.{name}: {name} must be 1\.\.{value - 1}, got {value}$"
+        ):
+            parse_config(data, "c.toml")
+        return
+    w = parse_config(data, "c.toml").workload
+    last_xact, last_cmd = w.transactions, w.commands_per_transaction
+    # the largest positions the bounds allow: one transaction's last command sorts before the next's first
+    assert (
+        make_lsn(last_xact - 1, last_cmd)
+        < make_lsn(last_xact, 1)
+        <= make_lsn(last_xact, last_cmd)
+        <= 2**63 - 1
+    )
+
+
 def test_config_that_is_a_folder_or_a_fifo(tmp_path: Path) -> None:
     import os
 
