@@ -72,7 +72,15 @@ def _add_settings(p: argparse.ArgumentParser) -> None:
 
 
 def _add_capture(p: argparse.ArgumentParser, dialect: bool = True) -> None:
-    """Where the articles and the changes come from: a DDL script, captured traffic."""
+    """Where the articles and the changes come from: a DDL script, captured traffic (and how
+    many of their bad records an error prints)."""
+    p.add_argument(
+        "--errors",
+        choices=("first", "all"),
+        default="first",
+        help="first (default): an invalid input's first bad record and how many more, in two lines; "
+        "all: every bad record, one a line",
+    )
     g = p.add_argument_group("captured traffic and articles (bring your own subscriber)")
     g.add_argument(
         "--format",
@@ -735,7 +743,9 @@ def main(argv: list[str] | None = None) -> int:
         stop = stop_of(e)
         if stop is None and not received:
             if isinstance(e, ApplierError):
-                print(f"error: {e}", file=sys.stderr)
+                # a command without --errors prints every line, as it has nothing to ask it with
+                for line in error_lines(e, getattr(a, "errors", "all") == "all"):
+                    print(line, file=sys.stderr)
                 return 2
             if a.verbose or not isinstance(e, Exception):
                 raise
@@ -752,6 +762,18 @@ def main(argv: list[str] | None = None) -> int:
     # A signal that a step caught on its way (inside a C call it arrives as a SystemError)
     # still stops the run: its result is not the run's.
     return _stopped(received[0]) if received else code
+
+
+def error_lines(e: ApplierError, every: bool = False) -> list[str]:
+    """What the console shows of an error: at most two lines (the first problem, and how many
+    more), or with ``every`` (``--errors all``) every bad record, one a line."""
+    lines = f"error: {e}".splitlines() or ["error:"]
+    if every:
+        return [lines[0], *(f"  {d}" for d in e.details[1:])] if e.details else lines
+    if len(lines) <= 2:
+        return lines
+    more = len(lines) - 1  # a configuration's problems: one a line
+    return [lines[0], f"  and {more} more line{'s' if more > 1 else ''} (--errors all prints every one)"]
 
 
 def _stopped(signum: int) -> int:

@@ -20,12 +20,11 @@ from pyspark.sql import functions as F
 
 from applier.articles import Article, Column
 from applier.records.events import Schemas
-from applier.sources.reading import raise_errors
+from applier.sources.reading import KEPT, raise_errors
 from applier.values import ValueError_, check_utf16_length
 
 # A character beyond U+FFFF (Java's regex, on the JSON text of an image)
 _BEYOND_BMP = "[\\x{10000}-\\x{10FFFF}]"
-_SHOWN = 5  # errors shown at most
 
 
 def _limited(article: Article, bases: Collection[str]) -> tuple[Column, ...]:
@@ -84,6 +83,6 @@ def check_utf16_lengths(
     found = wide.select("lsn", "article", "schema_version", "before", "after").rdd.mapPartitions(
         change_faults
     )
-    raise_errors(found.take(_SHOWN), "change file")
+    raise_errors(found.take(KEPT), "change file")
     wide_rows = snapshot.where(F.col("article").isin(names) & F.col("image").rlike(_BEYOND_BMP))
-    raise_errors(wide_rows.rdd.mapPartitions(snapshot_faults).take(_SHOWN), "snapshot file")
+    raise_errors(wide_rows.rdd.mapPartitions(snapshot_faults).take(KEPT), "snapshot file")

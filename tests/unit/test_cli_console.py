@@ -215,3 +215,30 @@ def test_the_profile_table_lists_each_phase_and_their_sum() -> None:
     assert row["prepare"][3:12:2] == ["1.25", "1", "1", "4", "0.60"]
     assert row["verify"][11] == "-"  # not measured: a cluster's workers
     assert row["all"][3:12:2] == ["3.75", "15", "16", "66", "0.60"]
+
+
+def test_an_error_takes_two_console_lines_unless_every_one_is_asked_for(tmp_path, capsys):
+    from applier.errors import ConfigError, InputError
+
+    three = ConfigError("f.toml: run.streams: bad\nf.toml: run.model: bad\nf.toml: workload.kind: bad")
+    assert cli.error_lines(three) == [
+        "error: f.toml: run.streams: bad",
+        "  and 2 more lines (--errors all prints every one)",
+    ]
+    assert cli.error_lines(three, every=True) == [f"error: {three}".splitlines()[i] for i in range(3)]
+    records = ["ch.jsonl:2: lsn 9: column 'v': bad", "ch.jsonl:5: lsn 12: column 'n': bad"]
+    bad = InputError(
+        f"invalid change file, nothing applied: {records[0]}\n  and 1 more bad record (...)", records
+    )
+    assert cli.error_lines(bad) == [f"error: {bad}".splitlines()[0], "  and 1 more bad record (...)"]
+    assert cli.error_lines(bad, every=True) == [f"error: {bad}".splitlines()[0], f"  {records[1]}"]
+    # through main: a run's configuration with three problems, two lines; --errors all, three
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[run]\nstreams = 0\nmodel = "agnet"\n[workload]\nkind = "zipf"\n')
+    for extra, lines in (([], 2), (["--errors", "all"], 3)):
+        assert cli.main(["run", "--config", str(cfg), *extra]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == lines and err[0].startswith(f"error: {cfg}: "), err
+    # a command without --errors prints every line, having nothing to ask for them with
+    assert cli.main(["generate", "--config", str(cfg), "--out", str(tmp_path / "g")]) == 2
+    assert len(capsys.readouterr().err.splitlines()) == 3
