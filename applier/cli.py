@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -193,6 +193,7 @@ def _spark(a: argparse.Namespace, config: Config, console: Any) -> Config:
     spark-submit they and [spark] are not applied, which one console line says."""
     import applier.api
     from applier.config.model import SparkSettings
+    from applier.report.console import print_whole
     from applier.sparkenv import check_local_master, choose_master, under_spark_submit
 
     props: dict[str, str] = {}
@@ -217,14 +218,14 @@ def _spark(a: argparse.Namespace, config: Config, console: Any) -> Config:
         raise ConfigError(text) from None
     note = applier.api.spark_note(spark)
     if note is not None:
-        console.print(note, highlight=False)
+        print_whole(console, note)
         spark = SparkSettings(slot_wait=spark.slot_wait)
     elif not under_spark_submit():
         chosen = choose_master(spark.master, "--master" if master else "[spark] master")
         # An explicit local[K] too small for the streams: refused before the target starts.
         check_local_master(chosen, applier.api.needed_slots(config))
         if chosen.url is not None:
-            console.print(f"spark: {chosen.url} ({chosen.source})", highlight=False)
+            print_whole(console, f"spark: {chosen.url} ({chosen.source})")
     return config.replace(spark=spark)
 
 
@@ -362,13 +363,13 @@ def cmd_run(a: argparse.Namespace) -> int:
 def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) -> int:
     import applier
     import applier.api
-    from applier.report.console import print_run
+    from applier.report.console import print_run, print_whole
     from applier.report.live import LiveProgress
 
     # Spark's JVM starts while the target does (the target keeps this thread: its signals)
     early = applier.api.start_spark(config, a.changes, _capture(a))
     with target:
-        console.print(f"target: {target.description}", highlight=False)
+        print_whole(console, f"target: {target.description}")
         with LiveProgress(console, quiet=a.quiet) as live:
             result = applier.run(
                 config,
@@ -388,16 +389,23 @@ def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) ->
                 spark=early,
             )
         print_run(result, console, in_all=_since_start(), profile=a.profile)
-        for key in ("json", "junit", "html"):
-            if key in result.files:
-                console.print(f"{_FILE_NAMES[key]}: {result.files[key]}", highlight=False)
-        log = _spark_log_kept()
-        if log is not None:
-            console.print(f"Spark log: {log}", highlight=False)
-        if target.keep:
-            reach = getattr(target, "how_to_reach", target.connection_string)()  # --listen: redacted
-            console.print(f"{target.description} left running (--keep): {reach}")
+        print_where(console, result.files, _spark_log_kept(), target)
         return result.exit_code
+
+
+def print_where(console: Any, files: Mapping[str, Any], log: Path | None, target: Any) -> None:
+    """Where a run's outputs are, and how to reach a target it left running: each line whole,
+    to copy (report.console.print_whole)."""
+    from applier.report.console import print_whole
+
+    for key in ("json", "junit", "html"):
+        if key in files:
+            print_whole(console, f"{_FILE_NAMES[key]}: {files[key]}")
+    if log is not None:
+        print_whole(console, f"Spark log: {log}")
+    if target.keep:
+        reach = getattr(target, "how_to_reach", target.connection_string)()  # --listen: redacted
+        print_whole(console, f"{target.description} left running (--keep): {reach}")
 
 
 def _since_start() -> float | None:
