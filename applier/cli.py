@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -73,7 +73,15 @@ def _add_settings(p: argparse.ArgumentParser) -> None:
 
 
 def _add_capture(p: argparse.ArgumentParser, dialect: bool = True) -> None:
-    """Where the articles and the changes come from: a DDL script, captured traffic."""
+    """Where the articles and the changes come from: a DDL script, captured traffic (and how
+    many of their bad records an error prints)."""
+    p.add_argument(
+        "--errors",
+        choices=("first", "all"),
+        default="first",
+        help="first (default): an invalid input's first bad record and how many more, in two lines; "
+        "all: every bad record, one a line",
+    )
     g = p.add_argument_group("captured traffic and articles (bring your own subscriber)")
     g.add_argument(
         "--format",
@@ -186,6 +194,7 @@ def _spark(a: argparse.Namespace, config: Config, console: Any) -> Config:
     spark-submit they and [spark] are not applied, which one console line says."""
     import applier.api
     from applier.config.model import SparkSettings
+    from applier.report.console import print_whole
     from applier.sparkenv import check_local_master, choose_master, under_spark_submit
 
     props: dict[str, str] = {}
@@ -210,14 +219,14 @@ def _spark(a: argparse.Namespace, config: Config, console: Any) -> Config:
         raise ConfigError(text) from None
     note = applier.api.spark_note(spark)
     if note is not None:
-        console.print(note, highlight=False)
+        print_whole(console, note)
         spark = SparkSettings(slot_wait=spark.slot_wait)
     elif not under_spark_submit():
         chosen = choose_master(spark.master, "--master" if master else "[spark] master")
         # An explicit local[K] too small for the streams: refused before the target starts.
         check_local_master(chosen, applier.api.needed_slots(config))
         if chosen.url is not None:
-            console.print(f"spark: {chosen.url} ({chosen.source})", highlight=False)
+            print_whole(console, f"spark: {chosen.url} ({chosen.source})")
     return config.replace(spark=spark)
 
 
@@ -358,13 +367,13 @@ def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) ->
     import applier
     import applier.api
     from applier.loadtest.live import live_metrics
-    from applier.report.console import print_run
+    from applier.report.console import print_run, print_whole
     from applier.report.live import LiveProgress
 
     # Spark's JVM starts while the target does (the target keeps this thread: its signals)
     early = applier.api.start_spark(config, a.changes, _capture(a))
     with target, live_metrics(config, a, console) as metrics:
-        console.print(f"target: {target.description}", highlight=False)
+        print_whole(console, f"target: {target.description}")
         with LiveProgress(console, quiet=a.quiet, doing=a.doing) as live:
             result = applier.run(
                 config,
@@ -385,16 +394,23 @@ def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) ->
                 observer=metrics,
             )
         print_run(result, console, in_all=_since_start(), profile=a.profile)
-        for key in ("json", "junit", "html"):
-            if key in result.files:
-                console.print(f"{_FILE_NAMES[key]}: {result.files[key]}", highlight=False)
-        log = _spark_log_kept()
-        if log is not None:
-            console.print(f"Spark log: {log}", highlight=False)
-        if target.keep:
-            reach = getattr(target, "how_to_reach", target.connection_string)()  # --listen: redacted
-            console.print(f"{target.description} left running (--keep): {reach}")
+        print_where(console, result.files, _spark_log_kept(), target)
         return result.exit_code
+
+
+def print_where(console: Any, files: Mapping[str, Any], log: Path | None, target: Any) -> None:
+    """Where a run's outputs are, and how to reach a target it left running: each line whole,
+    to copy (report.console.print_whole)."""
+    from applier.report.console import print_whole
+
+    for key in ("json", "junit", "html"):
+        if key in files:
+            print_whole(console, f"{_FILE_NAMES[key]}: {files[key]}")
+    if log is not None:
+        print_whole(console, f"Spark log: {log}")
+    if target.keep:
+        reach = getattr(target, "how_to_reach", target.connection_string)()  # --listen: redacted
+        print_whole(console, f"{target.description} left running (--keep): {reach}")
 
 
 def _since_start() -> float | None:
@@ -753,7 +769,9 @@ def main(argv: list[str] | None = None) -> int:
         stop = stop_of(e)
         if stop is None and not received:
             if isinstance(e, ApplierError):
-                print(f"error: {e}", file=sys.stderr)
+                # a command without --errors prints every line, as it has nothing to ask it with
+                for line in error_lines(e, getattr(a, "errors", "all") == "all"):
+                    print(line, file=sys.stderr)
                 return 2
             if a.verbose or not isinstance(e, Exception):
                 raise
@@ -770,6 +788,18 @@ def main(argv: list[str] | None = None) -> int:
     # A signal that a step caught on its way (inside a C call it arrives as a SystemError)
     # still stops the run: its result is not the run's.
     return _stopped(received[0], a) if received else code
+
+
+def error_lines(e: ApplierError, every: bool = False) -> list[str]:
+    """What the console shows of an error: at most two lines (the first problem, and how many
+    more), or with ``every`` (``--errors all``) every bad record, one a line."""
+    lines = f"error: {e}".splitlines() or ["error:"]
+    if every:
+        return [lines[0], *(f"  {d}" for d in e.details[1:])] if e.details else lines
+    if len(lines) <= 2:
+        return lines
+    more = len(lines) - 1  # a configuration's problems: one a line
+    return [lines[0], f"  and {more} more line{'s' if more > 1 else ''} (--errors all prints every one)"]
 
 
 def _stopped(signum: int, a: argparse.Namespace) -> int:

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class ApplierError(Exception):
-    """Base of all errors applier reports to the user without a traceback."""
+    """Base of all errors applier reports to the user without a traceback.
+
+    ``details``: every bad line behind a message that names only the first (a change file's
+    bad records): ``applier ... --errors all`` prints them all."""
+
+    def __init__(self, message: str = "", details: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.details = tuple(details)
 
 
 class ConfigError(ApplierError):

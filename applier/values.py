@@ -133,7 +133,11 @@ def encode(col: Column, value: Any) -> Any:
             value = dt.datetime(value.year, value.month, value.day)
         if not isinstance(value, dt.datetime):
             raise _fail(col, value, "expected a datetime")
-        return value.replace(tzinfo=None).isoformat(timespec="microseconds")
+        value = value.replace(tzinfo=None)
+        bounds = _DATETIME_RANGES.get(t.base)
+        if bounds and not bounds[0] <= value <= bounds[1]:
+            raise _fail(col, value.isoformat(), f"out of range for {t.base} ({bounds[0]} to {bounds[1]})")
+        return value.isoformat(timespec="microseconds")
     if kind == "time":
         if isinstance(value, str):  # ISO 8601 text (the value bound as a parameter)
             try:
@@ -206,6 +210,14 @@ def encoder(col: Column) -> Callable[[Any], Any]:
     return slow
 
 
+# SQL Server's ranges (datetime2 and date take years 1 to 9999, as Python does):
+# https://learn.microsoft.com/en-us/sql/t-sql/data-types/datetime-transact-sql (1753-01-01 through
+# 9999-12-31, 00:00:00 through 23:59:59.997) and .../smalldatetime-transact-sql (1900-01-01
+# through 2079-06-06; its largest value is 2079-06-06 23:59, seconds round to the minute).
+_DATETIME_RANGES = {
+    "datetime": (dt.datetime(1753, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 997000)),
+    "smalldatetime": (dt.datetime(1900, 1, 1), dt.datetime(2079, 6, 6, 23, 59)),
+}
 _MAX_PRECISION = 38  # SQL Server's decimal
 _DECIMALS = decimal.Context(prec=_MAX_PRECISION + 2)  # enough for any value that fits decimal(38, s)
 
@@ -222,6 +234,25 @@ def _check_text(col: Column, value: str) -> None:
         raise _fail(
             col, value, f"lone surrogate {value[e.start]!r} at position {e.start} (not Unicode text)"
         ) from None
+
+
+def utf16_units(text: str) -> int:
+    """The length of ``text`` in UTF-16 code units: a character beyond U+FFFF (a surrogate pair)
+    counts 2. SQL Server's nchar(n)/nvarchar(n) count n this way."""
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+def check_utf16_length(col: Column, value: Any) -> None:
+    """ValueError_ when text longer than the column's n in UTF-16 code units (no length or max:
+    any text fits; anything but text is not this check's)."""
+    n = col.type.length
+    if n is None or n <= 0 or not isinstance(value, str) or len(value) * 2 <= n:
+        return
+    units = utf16_units(value.rstrip(" ") if col.type.base in ("char", "nchar") else value)
+    if units > n:
+        raise _fail(
+            col, value, f"{units} UTF-16 code units, longer than {n} (a character beyond U+FFFF counts 2)"
+        )
 
 
 def _is_integral(v: object) -> bool:

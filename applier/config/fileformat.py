@@ -46,6 +46,7 @@ from applier.config.model import (
 from applier.config.policy import POLICY_FORMS, ErrorPolicy
 from applier.config.thresholds import parse as parse_threshold
 from applier.errors import ConfigError
+from applier.records.schema import MAX_COMMAND_ID
 
 _RUN, _WORKLOAD = RunSettings(), Workload()  # the defaults are the domain model's
 # key -> (names it takes, what they name): one validator for every key that names a choice
@@ -195,8 +196,16 @@ class WorkloadSection(_Table):
     )
     initial_rows: int = Field(default=_WORKLOAD.initial_rows, ge=0, description="snapshot rows per article")
     transactions: int = Field(default=_WORKLOAD.transactions, ge=1, description="transactions in the stream")
+    # A generated command's lsn is xact_seqno << LSN_SHIFT | command_id (records.schema.make_lsn):
+    # a command_id of 2**20 would be the next transaction's first lsn (transactions, a 32-bit
+    # integer like every int here, keep the lsn a bigint). Bounded here rather than widened:
+    # recorded streams, reports and tests name lsns of this layout, and a transaction of a
+    # million commands is no apply test's.
     commands_per_transaction: int = Field(
-        default=_WORKLOAD.commands_per_transaction, ge=1, description="their size"
+        default=_WORKLOAD.commands_per_transaction,
+        ge=1,
+        le=MAX_COMMAND_ID,
+        description="their size (at most 2**20 - 1: a generated lsn is xact_seqno << 20 | command_id)",
     )
     key_update_share: float = Field(
         default=_WORKLOAD.key_update_share, ge=0, le=1, description="share of key updates"

@@ -357,9 +357,9 @@ def _parsed(path: Path, text: str, fmt: str) -> Any:
     """The data of a TOML, YAML or JSON text; ConfigError naming file, line and column."""
     try:
         if fmt == "YAML":
-            import yaml
+            from applier.config import yamlfile  # PyYAML only when a YAML file is read
 
-            return yaml.safe_load(text)
+            return yamlfile.load(text)
         if fmt == "JSON":
             return json.loads(text)
         return tomllib.loads(text)

@@ -178,6 +178,10 @@ class Dialect(SchemaStatements):
     # identifier the server keeps, in bytes of UTF-8.
     PRIMARY_KEY_NAME: ClassVar[str] = "PK_{table}"
     MAX_IDENTIFIER_BYTES: ClassVar[int] = 128
+    # The text types whose declared length n counts UTF-16 code units, not characters (a
+    # character beyond U+FFFF counts 2): values are checked against n that way before a run
+    # (applier.sources.lengths). Empty: n counts characters, as change files are checked anyway.
+    UTF16_LENGTHS: ClassVar[frozenset[str]] = frozenset()
 
     # -- identifiers -----------------------------------------------------------------
     def quote(self, ident: str) -> str:

@@ -169,6 +169,10 @@ class TsqlDialect(Dialect):
     # SQL Server's own convention for a primary key's name; sysname is 128 characters.
     PRIMARY_KEY_NAME: ClassVar[str] = "PK_{table}"
     MAX_IDENTIFIER_BYTES: ClassVar[int] = 128
+    # nchar(n)/nvarchar(n): "n defines the string size in byte-pairs": under UTF-16 a supplementary
+    # character (an emoji) is a surrogate pair and takes 2 of the n
+    # (https://learn.microsoft.com/en-us/sql/t-sql/data-types/nchar-and-nvarchar-transact-sql).
+    UTF16_LENGTHS: ClassVar[frozenset[str]] = frozenset({"nchar", "nvarchar"})
 
     # -- the engine's capabilities: SQL Server's here, the reference text; an engine that
     # speaks T-SQL but lacks one (applier.dialects.babelfish) turns its flag off, and the text

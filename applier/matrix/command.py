@@ -74,6 +74,7 @@ def cmd_matrix(a: argparse.Namespace) -> int:
     from applier.config import MODELS, WORKLOADS, ErrorPolicy, RunSettings, demo_config
     from applier.errors import ConfigError
     from applier.matrix import cells, run_matrix
+    from applier.report.console import print_whole
 
     for name, given, known in (
         ("workload", a.workloads, WORKLOADS),
@@ -95,7 +96,7 @@ def cmd_matrix(a: argparse.Namespace) -> int:
     base = base.replace(run=dataclasses.replace(RunSettings(), lock_timeout_ms=a.lock_timeout_ms))
     grid = cells(a.workloads, a.partitions, a.models, a.policies)
     with applier.Target.parse(a.target) as target:
-        console.print(f"matrix: {len(grid)} cells on {target.description}, {a.streams} streams")
+        print_whole(console, f"matrix: {len(grid)} cells on {target.description}, {a.streams} streams")
 
         def show(row: dict[str, Any]) -> None:
             console.print(
@@ -150,13 +151,13 @@ def cmd_matrix(a: argparse.Namespace) -> int:
     if a.report:
         Path(a.report).parent.mkdir(parents=True, exist_ok=True)
         Path(a.report).write_text(json.dumps(doc, indent=2) + "\n")
-        console.print(f"report: {a.report}")
+        print_whole(console, f"report: {a.report}")
     if a.html or a.junit:
         from applier.report.files import write_reports
 
         files = write_reports(doc, junit=a.junit, html=a.html, kind="matrix")
         for key, name in (("junit", "JUnit XML"), ("html", "HTML report")):
             if key in files:
-                console.print(f"{name}: {files[key]}", highlight=False, soft_wrap=True)
+                print_whole(console, f"{name}: {files[key]}")
     # Diverged cells are what the matrix is for; a cell that could not decide fails it.
     return 1 if any(r["verdict"] == applier.Verdict.UNKNOWN.value for r in rows) else 0

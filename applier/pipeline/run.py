@@ -43,6 +43,7 @@ from applier.results import ApplySummary, Check, RunResult, SubscriptionResult
 from applier.sources.dataset import ChangeSet, generate, read_changes
 from applier.sources.formats import Options
 from applier.sources.hazards import effective_config
+from applier.sources.lengths import check_utf16_lengths
 from applier.sparkenv import without_aqe
 from applier.targets.connection import REAPPLY
 from applier.targets.endpoint import Endpoint
@@ -174,6 +175,9 @@ def run(
                 cs = load_stream(spark, config, changes, snapshot, capture)
                 by_name = {a.name: a for a in config.articles}
                 schemas = cs.schemas or Schemas.build(by_name, [])
+                if reading:  # lengths as a SQL Server subscriber counts them (generated text fits)
+                    utf16 = frozenset().union(*(endpoints[s.name].dialect.UTF16_LENGTHS for s in subs))
+                    check_utf16_lengths(cs.changes, cs.snapshot, cs.origin, schemas, utf16)
                 # Schema changes, statements and procedures: few, collected once (row commands
                 # never are). A generated stream has none.
                 events = (

@@ -46,6 +46,7 @@ SNAPSHOT_SCHEMA = "article string, key string, image string"
 ROW_OPS = ("I", "U", "D")
 EVENT_OPS = ("DDL", "SQL", "PROC")  # schema change, SQL statement, applied procedure (sources.events)
 LSN_SHIFT = 20  # lsn = xact_seqno << 20 | command_id for generated streams
+MAX_COMMAND_ID = (1 << LSN_SHIFT) - 1  # one more would take the next transaction's first lsn
 
 
 def make_lsn(xact_seqno: int, command_id: int) -> int:

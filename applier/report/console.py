@@ -14,6 +14,14 @@ from applier.results import RunResult
 _STYLE = {"converged": "bold green", "diverged": "bold red", "unknown": "bold yellow"}
 
 
+def print_whole(console: Console, text: str) -> None:
+    """A line a user may copy (a connection string, a path), printed whole: rich would fold it at
+    the console's width (80 columns: --keep's connection string took two lines) and a copy would
+    take the break with it; a terminal's own soft wrap copies as one line. Never read as markup
+    either (a path may hold [brackets])."""
+    console.print(text, soft_wrap=True, highlight=False, markup=False)
+
+
 def print_run(
     result: RunResult,
     console: Console | None = None,

@@ -25,7 +25,7 @@ from applier.records.schema import CHANGE_SCHEMA, SNAPSHOT_SCHEMA
 from applier.sources.canonical import validate_record, validate_snapshot_row
 
 PLACE = "_place"  # file:line of a validated row, dropped once the checks across rows are done
-_SHOWN = 5  # errors shown at most
+KEPT = 1000  # bad records' errors kept at most (--errors all prints them; the message names the first)
 T = TypeVar("T")
 
 
@@ -48,14 +48,28 @@ def spark_read(what: Path, read: Callable[[], T]) -> T:
 
 
 def _errors(rdd: Any, noun: str) -> None:
-    raise_errors(rdd.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(_SHOWN), noun)
+    bad = rdd.filter(lambda r: r[0] is not None).map(lambda r: r[0])
+    errors = bad.take(KEPT)
+    raise_errors(errors, noun, bad.count() if len(errors) == KEPT else None)
 
 
-def raise_errors(errors: list[str], noun: str) -> None:
-    """The first bad records' errors as one InputError (nothing applied), if there are any."""
-    if errors:
-        more = "" if len(errors) < _SHOWN else "\n  (and maybe more)"
-        raise InputError(f"invalid {noun}, nothing applied:\n  " + "\n  ".join(errors) + more)
+def raise_errors(errors: list[str], noun: str, total: int | None = None) -> None:
+    """Bad records' errors (at most :data:`KEPT`; ``total``: how many there are, where counted)
+    as one InputError (nothing applied), if there are any: two lines at most, the first error
+    and how many more; ``details`` holds every one kept (``--errors all`` prints them)."""
+    if not errors:
+        return
+    n = len(errors) if total is None else total
+    message = f"invalid {noun}, nothing applied: {errors[0]}"
+    if n > 1:
+        at_least = " or more" if total is None and len(errors) >= KEPT else ""
+        message += (
+            f"\n  and {n - 1}{at_least} more bad record{'s' if n > 2 else ''} (--errors all prints every one)"
+        )
+    details = list(errors)
+    if n > len(errors) or (total is None and len(errors) >= KEPT):
+        details.append(f"... {'and ' + str(n - len(errors)) if n > len(errors) else 'maybe'} more, not kept")
+    raise InputError(message, details)
 
 
 SMALL_PARTITION_ROWS = 20_000  # rows of a small file a partition holds (the ones read on the driver)
@@ -107,7 +121,7 @@ def validate_lines(
     schema = f"{PLACE} string, " + (SNAPSHOT_SCHEMA if snapshot else CHANGE_SCHEMA)
     if small:  # one job: rows and errors to the driver, the checks across rows run there
         rows = rdd.collect()
-        raise_errors([r[0] for r in rows if r[0] is not None][:_SHOWN], noun)
+        raise_errors([r[0] for r in rows if r[0] is not None], noun, sum(r[0] is not None for r in rows))
         placed = [r[1:] for r in rows]
         # the checks across rows on the rows at hand (a job each over the DataFrame made of them)
         if snapshot:

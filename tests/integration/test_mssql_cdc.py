@@ -172,8 +172,8 @@ def test_a_bad_row_applies_nothing_and_names_file_line_and_column(spark, target,
     bad.write_text("\n".join(lines), encoding="utf-8")
     with pytest.raises(InputError) as e:
         applier.run(cdc_config("badcust"), target, spark=spark, changes=bad, changes_format="mssql-cdc")
-    text = str(e.value)
-    assert "nothing applied" in text
+    text = str(e.value)  # the first bad row and how many more; every one in its details
+    assert "nothing applied" in text and "and 1 more bad record" in text
     assert f"{bad}:3: column 'balance' (decimal(10,2))" in text
-    assert f"{bad}:10: column '__$operation': unknown operation '7'" in text
+    assert f"{bad}:10: column '__$operation': unknown operation '7'" in e.value.details[1]
     assert not table_exists(target, "dbo", "badcust") or not rows(target, 'SELECT 1 FROM "dbo"."badcust"')

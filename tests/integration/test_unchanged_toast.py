@@ -181,5 +181,7 @@ def test_convert_takes_the_snapshot_and_writes_the_values(spark: Any, tmp_path: 
     assert "--create-slot --snapshot" in text and "REPLICA IDENTITY FULL" in text
     # named: row 1's update (line 2) and the first move of row 9 (line 25), each for both columns;
     # not the updates that follow an insert (row 2's moves), nor the moves after line 25
-    named = sorted(int(m) for m in re.findall(r"capture\.jsonl:(\d+): ", text))
-    assert named == [2, 2, 25, 25], text
+    # (the message names the first, and how many more; every one is in its details)
+    assert "and 3 more bad records" in text
+    named = sorted(int(m) for d in e.value.details for m in re.findall(r"capture\.jsonl:(\d+): ", d))
+    assert named == [2, 2, 25, 25], e.value.details

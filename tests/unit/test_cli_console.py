@@ -292,3 +292,71 @@ def test_the_profile_table_lists_each_phase_and_their_sum() -> None:
     assert row["prepare"][3:12:2] == ["1.25", "1", "1", "4", "0.60"]
     assert row["verify"][11] == "-"  # not measured: a cluster's workers
     assert row["all"][3:12:2] == ["3.75", "15", "16", "66", "0.60"]
+
+
+def test_an_error_takes_two_console_lines_unless_every_one_is_asked_for(tmp_path, capsys):
+    from applier.errors import ConfigError, InputError
+
+    three = ConfigError("f.toml: run.streams: bad\nf.toml: run.model: bad\nf.toml: workload.kind: bad")
+    assert cli.error_lines(three) == [
+        "error: f.toml: run.streams: bad",
+        "  and 2 more lines (--errors all prints every one)",
+    ]
+    assert cli.error_lines(three, every=True) == [f"error: {three}".splitlines()[i] for i in range(3)]
+    records = ["ch.jsonl:2: lsn 9: column 'v': bad", "ch.jsonl:5: lsn 12: column 'n': bad"]
+    bad = InputError(
+        f"invalid change file, nothing applied: {records[0]}\n  and 1 more bad record (...)", records
+    )
+    assert cli.error_lines(bad) == [f"error: {bad}".splitlines()[0], "  and 1 more bad record (...)"]
+    assert cli.error_lines(bad, every=True) == [f"error: {bad}".splitlines()[0], f"  {records[1]}"]
+    # through main: a run's configuration with three problems, two lines; --errors all, three
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[run]\nstreams = 0\nmodel = "agnet"\n[workload]\nkind = "zipf"\n')
+    for extra, lines in (([], 2), (["--errors", "all"], 3)):
+        assert cli.main(["run", "--config", str(cfg), *extra]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == lines and err[0].startswith(f"error: {cfg}: "), err
+    # a command without --errors prints every line, having nothing to ask for them with
+    assert cli.main(["generate", "--config", str(cfg), "--out", str(tmp_path / "g")]) == 2
+    assert len(capsys.readouterr().err.splitlines()) == 3
+
+
+def test_connection_strings_and_paths_are_printed_whole_on_an_80_column_console(tmp_path):
+    from applier.targets.embedded import EmbeddedPostgres
+
+    deep = tmp_path / ("run-folder-" + "x" * 60) / "report with [brackets] and spaces.json"
+    files = {"json": deep, "junit": tmp_path / "junit.xml", "html": tmp_path / ("h" * 90 + ".html")}
+    log = tmp_path / ("spark-log-" + "y" * 80) / "spark.log"
+    kept = EmbeddedPostgres(port=54321, keep=True)  # not started: its connection string is all --keep needs
+    out = io.StringIO()
+    cli.print_where(Console(file=out, width=80), files, log, kept)
+    lines = out.getvalue().splitlines()
+    reach = kept.connection_string()
+    assert len(reach) > 80  # rich wrapped it over two lines before
+    wanted = [
+        f"report: {deep}",
+        f"JUnit XML: {tmp_path / 'junit.xml'}",
+        f"HTML report: {files['html']}",
+        f"Spark log: {log}",
+        f"embedded PostgreSQL on 127.0.0.1:54321 left running (--keep): {reach}",
+    ]
+    assert lines == wanted  # each whole, on its own line, [brackets] kept (not read as markup)
+    # listening beyond loopback: the generated password stays redacted, the line still whole
+    listening = EmbeddedPostgres(
+        port=54321, keep=True, listen="192.0.2.10", _password="s3cret-generated", _server="192.0.2.10"
+    )
+    out = io.StringIO()
+    cli.print_where(Console(file=out, width=80), {}, None, listening)
+    (line,) = out.getvalue().splitlines()
+    assert "s3cret-generated" not in line and "Pwd=***" in line and "Port=54321;" in line and len(line) > 80
+
+
+def test_the_target_and_spark_lines_are_whole_too(monkeypatch):
+    """applier run's first lines (the target's description, the Spark master) go through the
+    same printer: a long Spark master URL stays on one line."""
+    from applier.report.console import print_whole
+
+    out = io.StringIO()
+    url = "spark://" + "spark-master-" + "z" * 70 + ".cluster.example:7077"
+    print_whole(Console(file=out, width=80), f"spark: {url} (--master)")
+    assert out.getvalue().splitlines() == [f"spark: {url} (--master)"]

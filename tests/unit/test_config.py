@@ -422,6 +422,22 @@ BAD_FILES = [
         b"run:\n\tstreams: 2\n",
         "a.yaml:2:1: not valid YAML: found character '\\t' that cannot start any token",
     ),
+    # a key given twice is refused at the second one, at any depth (PyYAML alone keeps the last)
+    (
+        "a.yaml",
+        b"run:\n  streams: 2\n  streams: 3\n",
+        "a.yaml:3:3: not valid YAML: duplicate key 'streams' (first on line 2)",
+    ),
+    (
+        "a.yaml",
+        b"articles:\n  - name: dbo.t\n    columns:\n      - {name: k, type: int, key: true, key: false}\n",
+        "a.yaml:4:41: not valid YAML: duplicate key 'key' (first on line 4)",
+    ),
+    (
+        "a.yaml",
+        b"run: {}\nworkload: {}\nrun: {}\n",
+        "a.yaml:3:1: not valid YAML: duplicate key 'run' (first on line 1)",
+    ),
     ("a.json", b'{"run": {"streams": 2,}}', "a.json:1:23: not valid JSON"),
     ("a.toml", b"[run]\nstreams = \n", "a.toml: not valid TOML: Invalid value (at line 2, column 11)"),
     ("a.toml", b"[workload]\nseed = 9223372036854775808\n", "seed must be at most 9223372036854775807"),
@@ -439,6 +455,50 @@ def test_bad_config_files_get_one_line_naming_the_place(
         load_config(f)
     assert words in str(e.value)
     assert str(f) in str(e.value)
+
+
+def test_yaml_merge_keys_still_override(tmp_path: Path) -> None:
+    # '<<' is not a duplicate: YAML's merge key lets the mapping's own keys win over what it merges
+    text = "base: &b {streams: 1, commit_batch_size: 5}\nrun:\n  <<: *b\n  streams: 2\n"
+    data = {"run": {"streams": 2, "commit_batch_size": 5}, "base": {"streams": 1, "commit_batch_size": 5}}
+    from applier.config.yamlfile import load
+
+    assert load(text) == data
+
+
+@pytest.mark.parametrize(
+    "workload,accepted",
+    [
+        # a generated lsn is xact_seqno << 20 | command_id: command_id 2**20 is the next transaction's
+        ({"commands_per_transaction": 2**20 - 1}, True),
+        ({"commands_per_transaction": 2**20}, False),
+        # and transactions, a 32-bit integer, keep xact_seqno << 20 a bigint
+        ({"transactions": 2**31 - 1}, True),
+    ],
+)
+def test_generated_positions_cannot_collide(workload: dict, accepted: bool) -> None:
+    from applier.records.schema import make_lsn
+
+    data = {
+        "workload": {"kind": "uniform", **workload},
+        "articles": [{"name": "dbo.t", "columns": [{"name": "k", "type": "int", "key": True}]}],
+    }
+    if not accepted:
+        ((name, value),) = workload.items()
+        with pytest.raises(
+            ConfigError, match=rf"^c\.toml: workload\.{name}: {name} must be 1\.\.{value - 1}, got {value}$"
+        ):
+            parse_config(data, "c.toml")
+        return
+    w = parse_config(data, "c.toml").workload
+    last_xact, last_cmd = w.transactions, w.commands_per_transaction
+    # the largest positions the bounds allow: one transaction's last command sorts before the next's first
+    assert (
+        make_lsn(last_xact - 1, last_cmd)
+        < make_lsn(last_xact, 1)
+        <= make_lsn(last_xact, last_cmd)
+        <= 2**63 - 1
+    )
 
 
 def test_config_that_is_a_folder_or_a_fifo(tmp_path: Path) -> None:

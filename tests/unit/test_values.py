@@ -12,7 +12,15 @@ import uuid
 import pytest
 
 from applier.articles import Column, parse_type
-from applier.values import ValueError_, dumps_image, encode, to_param, validate_encoded
+from applier.values import (
+    ValueError_,
+    check_utf16_length,
+    dumps_image,
+    encode,
+    to_param,
+    utf16_units,
+    validate_encoded,
+)
 
 
 def col(t: str, nullable: bool = True) -> Column:
@@ -195,6 +203,22 @@ BAD_INPUT_VALUES = [
     ("nvarchar(10)", "a\x00b", "NUL character"),  # the driver would cut the value at the NUL
     ("nvarchar(max)", "\x00", "NUL character"),
     ("nchar(4)", "a\ud800", "lone surrogate"),
+    # SQL Server's datetime starts in 1753 and ends at .997 of 9999-12-31's last second
+    (
+        "datetime",
+        "1752-12-31T23:59:59.999",
+        "out of range for datetime (1753-01-01 00:00:00 to 9999-12-31 23:59:59.997000)",
+    ),
+    ("datetime", "9999-12-31T23:59:59.998", "out of range for datetime"),
+    ("datetime", "0001-01-01", "out of range for datetime"),
+    # smalldatetime: 1900-01-01 to 2079-06-06 23:59
+    (
+        "smalldatetime",
+        "1899-12-31T23:59:00",
+        "out of range for smalldatetime (1900-01-01 00:00:00 to 2079-06-06 23:59:00)",
+    ),
+    ("smalldatetime", "2079-06-06T23:59:01", "out of range for smalldatetime"),
+    ("smalldatetime", "2079-06-07T00:00:00", "out of range for smalldatetime"),
 ]
 
 
@@ -204,6 +228,81 @@ BAD_INPUT_VALUES = [
 def test_values_that_do_not_fit_are_refused(t, v, words):
     with pytest.raises(ValueError_, match=re.escape(words)):
         validate_encoded(col(t), v)
+
+
+EMOJI = "\U0001f600"  # beyond U+FFFF: a surrogate pair in UTF-16, 2 code units
+UTF16_LENGTHS = [
+    # (type, value, accepted as SQL Server counts nchar/nvarchar's n: UTF-16 code units)
+    ("nvarchar(4)", EMOJI * 2, True),  # 2 characters, 4 units: exactly n
+    ("nvarchar(4)", EMOJI * 2 + "a", False),  # 3 characters, 5 units: n + 1
+    ("nvarchar(5)", "a" + EMOJI * 2, True),
+    ("nvarchar(3)", EMOJI * 2, False),  # 2 characters: fits n = 3 in characters, not in units
+    ("nvarchar(4)", "abcd", True),  # the Basic Multilingual Plane counts 1 a character
+    ("nvarchar(4)", "éßж中", True),
+    ("nchar(4)", encode(col("nchar(4)"), EMOJI * 2), True),  # the padding a nchar gets is not counted
+    ("nchar(4)", encode(col("nchar(4)"), EMOJI * 3), False),  # 3 characters fit nchar(4), 6 units do not
+    ("nvarchar(max)", EMOJI * 5000, True),  # max: no n
+    ("nvarchar(4)", None, True),
+]
+
+
+@pytest.mark.parametrize(
+    "t,v,ok", UTF16_LENGTHS, ids=[f"{r[0]}-{len(r[1] or '')}-{r[2]}" for r in UTF16_LENGTHS]
+)
+def test_utf16_length_counts_a_surrogate_pair_as_two(t, v, ok):
+    if ok:
+        check_utf16_length(col(t), v)
+        return
+    with pytest.raises(ValueError_) as e:
+        check_utf16_length(col(t), v)
+    n = col(t).type.length
+    assert f"column 'c' ({t}): {utf16_units(v.rstrip())} UTF-16 code units, longer than {n}" in str(e.value)
+    assert len(v.rstrip()) <= n  # the characters fit: only the units' count refuses it
+
+
+def test_utf16_units():
+    assert [utf16_units(s) for s in ("", "a", EMOJI, "a" + EMOJI + "b", "中")] == [0, 1, 2, 4, 1]
+    assert utf16_units(EMOJI * 3 + "x") == len((EMOJI * 3 + "x").encode("utf-16-le")) // 2
+
+
+def test_datetime_ranges_at_their_edges_and_the_wider_types():
+    edges = [
+        ("datetime", "1753-01-01T00:00:00", "1753-01-01T00:00:00.000000"),
+        ("datetime", "9999-12-31T23:59:59.997", "9999-12-31T23:59:59.997000"),
+        ("smalldatetime", "1900-01-01T00:00:00", "1900-01-01T00:00:00.000000"),
+        ("smalldatetime", "2079-06-06T23:59:00", "2079-06-06T23:59:00.000000"),
+        # datetime2 and date keep their years 1 to 9999
+        ("datetime2", "0001-01-01T00:00:00", "0001-01-01T00:00:00.000000"),
+        ("datetime2", "9999-12-31T23:59:59.999999", "9999-12-31T23:59:59.999999"),
+        ("date", "0001-01-01", "0001-01-01"),
+        ("date", "1752-01-01", "1752-01-01"),
+    ]
+    for t, v, want in edges:
+        assert validate_encoded(col(t), v) == want, (t, v)
+
+
+def test_an_out_of_range_datetime_names_the_place_and_the_column():
+    from applier.articles import Article
+    from applier.errors import InputError
+    from applier.sources.canonical import validate_record
+
+    art = Article(
+        "dbo", "t", (Column("id", parse_type("int")), Column("at", parse_type("smalldatetime"))), ("id",)
+    )
+    rec = {
+        "lsn": 5,
+        "xact_seqno": 1,
+        "command_id": 1,
+        "article": "dbo.t",
+        "op": "I",
+        "after": {"id": 1, "at": "2080-01-01T00:00:00"},
+    }
+    with pytest.raises(
+        InputError,
+        match=r"^ch\.jsonl:3: lsn 5: after: column 'at' \(smalldatetime\): out of range for smalldatetime "
+        r"\(1900-01-01 00:00:00 to 2079-06-06 23:59:00\), got '2080-01-01T00:00:00'$",
+    ):
+        validate_record(rec, {"dbo.t": art}, "ch.jsonl:3")
 
 
 def test_values_at_the_edges_still_fit():

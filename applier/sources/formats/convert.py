@@ -29,9 +29,8 @@ from applier.errors import InputError
 from applier.records.schema import CHANGE_SCHEMA
 from applier.sources.canonical import validate_record
 from applier.sources.formats import Begin, Change, Commit, Expect, Format
-from applier.sources.reading import raise_errors
+from applier.sources.reading import KEPT, raise_errors
 
-_SHOWN = 5
 PLACE = "_place"
 SOURCE = "_source"
 UNCHANGED = "_unchanged"  # columns an update's new row left out as unchanged (formats.unchanged)
@@ -293,7 +292,7 @@ def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str 
     raw = fmt.read(spark, files).persist(StorageLevel.MEMORY_AND_DISK)
     cached: list[Any] = [raw]
     try:
-        raise_errors(raw.filter(lambda e: e[0] is not None).map(lambda e: e[0]).take(_SHOWN), what)
+        raise_errors(raw.filter(lambda e: e[0] is not None).map(lambda e: e[0]).take(KEPT), what)
         items = raw.filter(lambda e: e[1] is not None)
         positional = fmt.positional
         if positional is None:  # known from the data: some record is a begin or commit marker
@@ -301,7 +300,7 @@ def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str 
         if positional:
             items = _file_ordered(items).persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(items)
-            raise_errors(items.filter(lambda e: e[0] is not None).map(lambda e: e[0]).take(_SHOWN), what)
+            raise_errors(items.filter(lambda e: e[0] is not None).map(lambda e: e[0]).take(KEPT), what)
         items = items.filter(lambda e: isinstance(e[1], (Change, Expect)))
         keyed = items.map(_keyed)
         parts = max(1, raw.getNumPartitions())
@@ -316,7 +315,7 @@ def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str 
             .persist(StorageLevel.MEMORY_AND_DISK)
         )
         cached.append(grouped)
-        raise_errors(grouped.filter(lambda t: t[0] == "error").map(lambda t: t[1]).take(_SHOWN), what)
+        raise_errors(grouped.filter(lambda t: t[0] == "error").map(lambda t: t[1]).take(KEPT), what)
         counts = sorted(grouped.mapPartitionsWithIndex(_counts).collect())
         firsts: dict[int, tuple[int, int]] = {}
         xact = lsn = dups = unchanged = 0
@@ -328,7 +327,7 @@ def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str 
         # hold its snapshot; the report's input says 0 changes.
         rows = grouped.mapPartitionsWithIndex(_numbered(fmt, firsts)).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(rows)
-        raise_errors(rows.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(_SHOWN), what)
+        raise_errors(rows.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(KEPT), what)
         df = spark.createDataFrame(rows.map(lambda r: r[1:]), CAPTURED_SCHEMA)
         return Captured(df, xact, lsn, dups, tuple(cached), unchanged)
     except BaseException:

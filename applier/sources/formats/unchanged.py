@@ -44,12 +44,11 @@ from pyspark.sql import functions as F
 
 from applier.errors import InputError
 from applier.sources.formats.convert import PLACE, SOURCE, UNCHANGED
-from applier.sources.reading import raise_errors
+from applier.sources.reading import KEPT, raise_errors
 from applier.sparkenv import without_aqe
 from applier.values import dumps_image
 
 MAX_PASSES = 64  # 2**64 moves: a chain can never be longer
-_SHOWN = 5
 _ANCHOR = "struct<at:bigint,whole:boolean,key:string>"
 
 
@@ -115,7 +114,7 @@ def fill_unchanged(
             assert counts is not None  # an aggregate has one row
             nowhere, moved = counts
             if nowhere:
-                raise_errors(resolved.where(F.col("anchor").isNull()).rdd.map(_missing).take(_SHOWN), what)
+                raise_errors(resolved.where(F.col("anchor").isNull()).rdd.map(_missing).take(KEPT), what)
             for _ in range(MAX_PASSES):
                 if not moved:
                     break
