@@ -184,7 +184,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
             n_cmds += len(share)
             sender.round = r
             if job.pace is not None and r > done_round:
-                wait_until(start + job.pace.round_due(r, job.transactions))
+                wait_until(start + job.pace.round_due(r))
             tell("applying", r)
             t_round = time.perf_counter()
             t_exec = time.time()

@@ -39,6 +39,5 @@ class StreamJob:
     # A load test's pace (applier.apply.pace): rounds start when their transactions are due
     # and each transaction's apply lag is recorded; None: as fast as the streams go.
     pace: Pace | None = None
-    transactions: int | None = None  # the stream's transactions, where counted (the last round's due)
     # The streams report each round to the driver as they go (live metrics, -P progress lines)
     live: bool = False

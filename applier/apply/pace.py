@@ -70,13 +70,6 @@ class Pace:
             last = min(last, len(self.due) - 1)
         return self.of(max(last, 0))
 
-    @property
-    def span(self) -> float:
-        """Seconds from the start to the last due transaction (None-rate: the schedule's end)."""
-        if self.due is not None:
-            return self.due[-1] if self.due else 0.0
-        return 0.0
-
 
 def round_size(rate: float, batch_interval: float, commit_batch_size: int) -> int:
     """Transactions per round at ``rate``: those due within ``batch_interval``, at least one,

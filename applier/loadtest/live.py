@@ -77,7 +77,6 @@ class LiveMetrics(Observer):
         self._start: float | None = None
         self._halt = threading.Event()
         self._ticker: threading.Thread | None = None
-        self.lines: list[str] = []
         self._seen: dict[int, set[int]] = {}
         self._streams: set[int] = set()
         self._done: set[int] = set()
@@ -133,9 +132,6 @@ class LiveMetrics(Observer):
     def arrived(self, stream: int) -> None:
         self.state.labels(str(stream)).state("waiting")
 
-    def met(self) -> None:
-        pass
-
     # -- the server and the progress lines -----------------------------------------
     def serve(self, port: int, host: str = "127.0.0.1") -> Any:
         """Serve the metrics on ``host:port`` (a daemon thread); the server."""
@@ -161,7 +157,6 @@ class LiveMetrics(Observer):
             line = self.line(now - last)
             last = now
             if line is not None:
-                self.lines.append(line)
                 self.say(line)
 
     def line(self, interval: float) -> str | None:

@@ -28,12 +28,19 @@ def _cfg(name: str, transactions: int, load: LoadSettings):  # type: ignore[no-u
     )
 
 
+def _unlabelled(exposition: str) -> dict[str, float]:
+    """The samples without labels of a Prometheus exposition, by name."""
+    return {
+        s.name: s.value
+        for fam in text_string_to_metric_families(exposition)
+        for s in fam.samples
+        if not s.labels
+    }
+
+
 def _scrape(url: str) -> dict[str, float]:
     with urllib.request.urlopen(url, timeout=5) as r:
-        text = r.read().decode()
-    return {
-        s.name: s.value for fam in text_string_to_metric_families(text) for s in fam.samples if not s.labels
-    }
+        return _unlabelled(r.read().decode())
 
 
 def test_a_paced_run_follows_its_rate_and_its_metrics_end_equal_to_the_report(spark, target) -> None:
@@ -88,12 +95,7 @@ def test_a_paced_run_follows_its_rate_and_its_metrics_end_equal_to_the_report(sp
 def _scrape_last(m: LiveMetrics) -> dict[str, float]:
     from prometheus_client import generate_latest
 
-    return {
-        s.name: s.value
-        for fam in text_string_to_metric_families(generate_latest(m.registry).decode())
-        for s in fam.samples
-        if not s.labels
-    }
+    return _unlabelled(generate_latest(m.registry).decode())
 
 
 def test_a_rate_beyond_capacity_breaks_the_lag_threshold_and_the_lag_grows(spark, target) -> None:
