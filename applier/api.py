@@ -225,7 +225,13 @@ def paced(config: Config, changes: str | Path | None = None, capture: Options | 
             "--duration sizes a generated workload; a change file has its own length (use --rate)"
         )
     if ld.pace == "source":
-        raise ConfigError("--pace source is not built yet: replay a capture at a --rate")
+        # rounds are cut on the capture's clock when the stream is read (applier.pipeline.run):
+        # CommitBatchSize stays their cap
+        if changes is None and not (capture is not None and capture.source):
+            raise ConfigError("--pace source replays a capture: give it (--changes FILE --format FORMAT)")
+        if ld.speed <= 0:
+            raise ConfigError(f"--speed must be above 0, got {ld.speed:g}")
+        return config
     assert ld.rate is not None
     run = dataclasses.replace(
         config.run, commit_batch_size=round_size(ld.rate, ld.batch_interval, config.run.commit_batch_size)

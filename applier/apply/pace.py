@@ -42,12 +42,16 @@ class Pace:
     """When each transaction is due, in seconds after the agreed start.
 
     ``rate``: transactions per second (due = xact_index / rate); else ``due``: each
-    transaction's offset by xact_index (a replayed capture's commit times, scaled).
-    ``round_size``: transactions per round (every round but the last is full)."""
+    transaction's offset by xact_index (a replayed capture's commit times, scaled by
+    ``speed``). ``round_size``: transactions per round (every round but the last is full);
+    ``firsts``: where rounds cut on the capture's clock start instead (xact_index of each
+    round's first transaction; ``round_size`` is then the largest round)."""
 
     round_size: int
     rate: float | None = None
     due: tuple[float, ...] | None = None
+    firsts: tuple[int, ...] | None = None
+    speed: float | None = None
 
     def __post_init__(self) -> None:
         if (self.rate is None) == (self.due is None):
@@ -63,6 +67,10 @@ class Pace:
 
     def round_due(self, r: int, transactions: int | None = None) -> float:
         """When round r may start: its last transaction is due."""
+        if self.firsts is not None:
+            assert self.due is not None
+            nxt = self.firsts[r + 1] if r + 1 < len(self.firsts) else len(self.due)
+            return self.of(max(nxt - 1, 0))
         last = (r + 1) * self.round_size - 1
         if transactions is not None:
             last = min(last, transactions - 1)

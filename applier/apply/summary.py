@@ -91,13 +91,45 @@ def load_figures(d: EventDigest, pace: Pace | None, transactions: int, commands:
         return {}
     lag = lag_report(d.of("lag"))
     window = lag["seconds"]
+    out: dict[str, Any] = {}
+    if pace.due is not None:  # replayed at the capture's own commit times (--pace source)
+        out = {
+            "pace": "source",
+            "speed": pace.speed,
+            "source_seconds": round(pace.due[-1], 4) if pace.due else 0.0,
+            "source_rate": round(len(pace.due) / pace.due[-1], 2) if pace.due and pace.due[-1] > 0 else None,
+            "schedule": schedule_kept(d, pace, lag["start"]),
+        }
     return {
         "rate": pace.rate,
         "round_size": pace.round_size,
+        **out,
         "window_seconds": window,
         "throughput": round(transactions / window, 2) if window > 0 else None,
         "commands_per_s": round(commands / window, 1) if window > 0 else None,
         "lag": lag,
+    }
+
+
+def schedule_kept(d: EventDigest, pace: Pace, start: float) -> dict[str, Any]:
+    """How closely the rounds started on their schedule: each round's start (stream 0's) after
+    its due time (its last transaction's), in seconds, over the rounds the digest keeps (the
+    first TIMELINE_ROUNDS). A round never starts early; late is the apply falling behind."""
+    starts: dict[int, float] = {}
+    for r in d.of("round"):
+        if r["t_exec"] is not None and r["round"] is not None:
+            starts[int(r["round"])] = min(float(r["t_exec"]), starts.get(int(r["round"]), float("inf")))
+    delays = sorted(t - (start + pace.round_due(rnd)) for rnd, t in starts.items())
+    if not delays:
+        return {"rounds": 0}
+    return {
+        "rounds": len(delays),
+        "start_after_due": {
+            "min": round(delays[0], 6),
+            "p50": round(delays[len(delays) // 2], 6),
+            "p99": round(delays[min(len(delays) - 1, int(len(delays) * 0.99))], 6),
+            "max": round(delays[-1], 6),
+        },
     }
 
 

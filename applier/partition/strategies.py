@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -140,6 +141,34 @@ def partition(df: DataFrame, strategy: str, n: int, articles: Sequence[Article] 
     return STRATEGIES[strategy](df, n, articles)
 
 
+@dataclass(frozen=True)
+class Timed:
+    """Rounds cut on a replayed capture's clock (``--pace source``): ``times``: each
+    transaction's commit at the publisher, epoch seconds, by ``xact_seqno - 1``; ``speed``: how
+    much faster than the capture; ``interval``: the seconds of commits a round takes at most."""
+
+    times: tuple[float, ...]
+    speed: float = 1.0
+    interval: float = 0.1
+
+    def dues(self, xacts: Sequence[int]) -> list[float]:
+        """Each transaction's due time, seconds after the capture's first commit, scaled."""
+        t0 = self.times[0] if self.times else 0.0
+        return [(self.times[int(x) - 1] - t0) / self.speed for x in xacts]
+
+
+def time_rounds(dues: Sequence[float], interval: float, cap: int) -> list[int]:
+    """The first transaction (index into ``dues``) of each round: a round holds the
+    transactions due within ``interval`` seconds of its first, ``cap`` at most (CommitBatchSize).
+    A round starts once its last transaction is due, so a transaction waits less than
+    ``interval`` beyond its own due time for its round to start."""
+    firsts: list[int] = []
+    for i, d in enumerate(dues):
+        if not firsts or i - firsts[-1] >= cap or d - dues[firsts[-1]] >= interval:
+            firsts.append(i)
+    return firsts
+
+
 def cut(
     rows: DataFrame,
     commit_batch_size: int,
@@ -149,12 +178,14 @@ def cut(
     known: tuple[int, int] | None = None,
     counts: dict[str, int] | None = None,
     xacts: Sequence[int] | None = None,
+    timed: Timed | None = None,
+    schedule: dict[str, Any] | None = None,
 ) -> tuple[DataFrame, int]:
     """The stream as a run applies it: rounds of ``commit_batch_size`` transactions
     (:func:`with_rounds`), each command on its stream by ``strategy`` over ``n``; and the count
     of rounds. The run plans its segments with it; ``applier streams --explain`` and the
     explanation of a run's resets cut the stream again with it, the same way."""
-    indexed, rounds = with_rounds(rows, commit_batch_size, known, counts, xacts)
+    indexed, rounds = with_rounds(rows, commit_batch_size, known, counts, xacts, timed, schedule)
     return partition(indexed, strategy, n, articles), rounds
 
 
@@ -164,8 +195,14 @@ def with_rounds(
     known: tuple[int, int] | None = None,
     counts: dict[str, int] | None = None,
     xacts: Sequence[int] | None = None,
+    timed: Timed | None = None,
+    schedule: dict[str, Any] | None = None,
 ) -> tuple[DataFrame, int]:
     """Add ``xact_index`` (dense, 0-based, in commit order) and ``round``; return the count of rounds.
+
+    ``timed``: rounds cut on a replayed capture's clock (:func:`time_rounds`, CommitBatchSize
+    their cap) instead of every ``commit_batch_size`` transactions; ``schedule`` then gets
+    each transaction's ``dues`` (by xact_index) and the rounds' ``firsts``.
 
     When the transaction numbers are already consecutive (generated streams, most change
     files), the index is ``xact_seqno - min``: one aggregate, no sort and no join. Otherwise
@@ -177,6 +214,8 @@ def with_rounds(
     file's): each one's index is joined from that list (a broadcast: one small job), where
     counting, sorting and zipping them took three.
     """
+    if timed is not None:
+        return _timed_rounds(df, commit_batch_size, known, counts, xacts, timed, schedule)
     if xacts is not None:
         spark = df.sparkSession
         index = spark.createDataFrame(
@@ -210,3 +249,39 @@ def with_rounds(
         out = df.join(indexed, "xact_seqno")
     out = out.withColumn("round", (F.col("xact_index") / F.lit(commit_batch_size)).cast("int"))
     return out, (n_xacts + commit_batch_size - 1) // commit_batch_size
+
+
+def _timed_rounds(
+    df: DataFrame,
+    cap: int,
+    known: tuple[int, int] | None,
+    counts: dict[str, int] | None,
+    xacts: Sequence[int] | None,
+    timed: Timed,
+    schedule: dict[str, Any] | None,
+) -> tuple[DataFrame, int]:
+    """with_rounds on a capture's clock: the transactions in commit order on the driver (known,
+    or one small job), their due times and rounds, joined back by a broadcast."""
+    if xacts is None:
+        if known is not None:
+            xacts = range(known[0], known[0] + known[1])
+        else:
+            xacts = [int(r[0]) for r in df.select("xact_seqno").distinct().orderBy("xact_seqno").collect()]
+            if counts is not None:
+                counts.update(commands=int(df.count()), transactions=len(xacts))
+    dues = timed.dues(xacts)
+    firsts = time_rounds(dues, timed.interval, cap)
+    if schedule is not None:
+        schedule.update(dues=dues, firsts=firsts)
+    rounds = [0] * len(dues)
+    for r, first in enumerate(firsts):
+        end = firsts[r + 1] if r + 1 < len(firsts) else len(dues)
+        rounds[first:end] = [r] * (end - first)
+    if not dues:
+        empty = df.withColumn("xact_index", F.lit(None).cast("long"))
+        return empty.withColumn("round", F.lit(None).cast("int")), 0
+    index = df.sparkSession.createDataFrame(
+        list(zip(xacts, range(len(dues)), rounds, strict=True)), "x long, xact_index long, round int"
+    )
+    out = df.join(F.broadcast(index), F.col("xact_seqno") == F.col("x")).drop("x")
+    return out, len(firsts)

@@ -33,6 +33,7 @@ from applier.config import Config, RunSettings, Subscription
 from applier.distribute.routing import filter_rows, route, sub_articles
 from applier.errors import ApplierError, ConfigError, InputError, stop_of
 from applier.partition.dependencies import dependencies, explain, figures, touches
+from applier.partition.strategies import Timed
 from applier.pipeline import cost
 from applier.pipeline.identity import RunIdentity, run_identity
 from applier.pipeline.schedule import conflict_rows, read_schedule, schedule_rows
@@ -324,6 +325,7 @@ def _subscription(
         job,
         held is not None,
         size_hint=_size_hint(config, cs, ident, routing),
+        timed=_timed(config, cs),
     )
     known = cs.stats if whole else None
     _record(endpoint, sub.name, ident, APPLYING, loaded)
@@ -349,7 +351,7 @@ def _subscription(
             snapshot_rows=loaded,
             source=cs.origin,
             digest=digest,
-            pace=job.pace,
+            pace=applied.pace or job.pace,
         )
         say("verifying" if whole else f"{sub.name}: verifying")
         final = sub_articles(schemas, sub, {n: len(v) for n, v in schemas.versions.items()})
@@ -441,6 +443,21 @@ def _explain_resets(
         commit_batch_size=rs.commit_batch_size,
     )
     return dataclasses.replace(summary, parallelism=par)
+
+
+def _timed(config: Config, cs: ChangeSet) -> Timed | None:
+    """A replay at the capture's pace (``--pace source``): its commit times, speed and round
+    interval; None for any other run."""
+    ld = config.load
+    if ld.pace != "source":
+        return None
+    if cs.commit_times is None:
+        raise ConfigError(
+            f"{cs.origin}: --pace source replays a capture at its commit times, and this stream "
+            "has none (read a capture with --format wal2json, wal2json2, debezium, maxwell or "
+            "mssql-cdc; pace a canonical or generated stream with --rate)"
+        )
+    return Timed(cs.commit_times, ld.speed, ld.batch_interval)
 
 
 def _size_hint(config: Config, cs: ChangeSet, ident: RunIdentity, routing: Mapping[str, int]) -> int:

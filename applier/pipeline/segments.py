@@ -34,6 +34,7 @@ from applier.apply.barriers import apply_schema_change, apply_statement, call_pr
 from applier.apply.digest import EventDigest, digest_events
 from applier.apply.events import EVENT_SCHEMA
 from applier.apply.job import StreamJob
+from applier.apply.pace import Pace
 from applier.apply.streams import clear_feeds, feed_folder, feeds_from_files, write_feed
 from applier.articles import Article
 from applier.config import Subscription
@@ -41,7 +42,7 @@ from applier.distribute.routing import sub_articles
 from applier.distribute.statements import STATEMENT, decide
 from applier.errors import ApplierError
 from applier.partition.layout import lay_out
-from applier.partition.strategies import cut
+from applier.partition.strategies import Timed, cut
 from applier.pipeline import cost
 from applier.plan.columns import row_bytes_bound
 from applier.records.events import AppliedProcedure, Schemas, SqlStatement
@@ -137,6 +138,7 @@ class Settings:
     job: StreamJob  # the template every segment's job is made from (streams, policies)
     resume: bool = False
     size_hint: int | None = None  # commands the stream holds, when known before reading it
+    timed: Timed | None = None  # --pace source: rounds cut, and due, on the capture's clock
 
 
 @dataclass
@@ -154,6 +156,7 @@ class Applied:
     fatal: bool = False
     schema_changes: list[dict[str, Any]] = field(default_factory=list)
     planned: DataFrame | None = None  # the one segment's laid-out stream, kept for verify
+    pace: Pace | None = None  # the last segment's pace (a paced run's figures)
 
 
 def _poll_progress(
@@ -198,11 +201,19 @@ def _segment(
         made = _plan(spark, rows, articles, k, st, known, work_dir, out, say)
     if made is None:
         return None
-    planned, n_rounds, feed, commands = made
+    planned, n_rounds, feed, commands, schedule = made
     name = st.name if k == 0 else f"{st.name}/{k}"
     endpoint = st.job.endpoint
     n = st.job.streams
     job = replace(st.job, articles=articles, subscription=name, rounds=n_rounds, feed=feed, commands=commands)
+    if st.timed is not None:
+        firsts = schedule["firsts"]
+        sizes = [b - a for a, b in zip(firsts, [*firsts[1:], len(schedule["dues"])], strict=True)]
+        job = replace(
+            job,
+            pace=Pace(max(sizes), due=tuple(schedule["dues"]), firsts=tuple(firsts), speed=st.timed.speed),
+        )
+    out.pace = job.pace
     say(
         f"applying {commands} commands in {n_rounds} rounds on {n} streams" + (f" (segment {k})" if k else "")
     )
@@ -243,11 +254,14 @@ def _plan(
     work_dir: Path,
     out: Applied,
     say: Say,
-) -> tuple[DataFrame, int, str | None, int] | None:
-    """One segment's planned stream (cached), its rounds, its feed folder and its commands."""
+) -> tuple[DataFrame, int, str | None, int, dict[str, Any]] | None:
+    """One segment's planned stream (cached), its rounds, its feed folder, its commands and,
+    paced on the capture's clock, its schedule (each transaction's due time, the rounds' first
+    transactions)."""
     t = time.perf_counter()
     say("planning rounds and streams" + (f" (segment {k})" if k else ""))
     counted: dict[str, int] = {}
+    schedule: dict[str, Any] = {}
     n = st.job.streams
     parted, n_rounds = cut(
         rows,
@@ -258,6 +272,8 @@ def _plan(
         (known.first_xact, known.transactions) if known else None,
         counted,
         known.xacts if known else None,
+        st.timed,
+        schedule,
     )
     if not n_rounds:
         return None
@@ -288,7 +304,7 @@ def _plan(
     out.plan_seconds += time.perf_counter() - t
     out.commands += commands
     out.transactions += transactions
-    return planned, n_rounds, feed, commands
+    return planned, n_rounds, feed, commands, schedule
 
 
 def apply_segments(

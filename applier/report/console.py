@@ -66,11 +66,18 @@ def print_load(load: Mapping[str, Any], console: Console | None = None) -> None:
     c = console or Console()
     lag = load.get("lag") or {}
     rate = load.get("rate")
-    head = f"paced at {rate:,.1f} tps" if rate else "paced"
-    c.print(
-        f"{head}: reached {load.get('throughput') or 0:,.1f} tps, rounds of {load.get('round_size')} transactions",
-        highlight=False,
-    )
+    if load.get("pace") == "source":
+        speed = load.get("speed") or 1
+        head = f"paced at the capture's commit times (x{speed:g}: {load.get('source_seconds') or 0:,.1f} s"
+        head += f", {load.get('source_rate') or 0:,.1f} tps)"
+        sizes = f"rounds of up to {load.get('round_size')} transactions"
+        kept = (load.get("schedule") or {}).get("start_after_due")
+        if kept:
+            sizes += f", started {kept['p50']:.3f} s (p50) / {kept['max']:.3f} s (max) after due"
+    else:
+        head = f"paced at {rate:,.1f} tps" if rate else "paced"
+        sizes = f"rounds of {load.get('round_size')} transactions"
+    c.print(f"{head}: reached {load.get('throughput') or 0:,.1f} tps, {sizes}", highlight=False)
     t = Table(title="apply lag (seconds)", title_justify="left")
     names = ("p50", "p90", "p99", "p999", "max")
     for name in ("", "transactions", *names):

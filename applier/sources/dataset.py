@@ -64,6 +64,9 @@ class ChangeSet:
     # report's settings.input.
     notes: dict[str, Any] = field(default_factory=dict)
     sources: DataFrame | None = None  # a capture's rows with their place and source position
+    # Each transaction's commit time at the publisher, epoch seconds, by xact_seqno - 1 (read
+    # only for a replay at the capture's pace: --pace source)
+    commit_times: tuple[float, ...] | None = None
 
     def unpersist(self) -> None:
         self.changes.unpersist()
@@ -303,7 +306,7 @@ def read_captured(
 ) -> ChangeSet:
     """Captured traffic (or a canonical file with sub-positions) -> the canonical stream."""
     from applier.sources.formats import format_class
-    from applier.sources.formats.convert import PLACE, SOURCE, UNCHANGED, captured
+    from applier.sources.formats.convert import COMMITTED, PLACE, SOURCE, UNCHANGED, captured, commit_times
     from applier.sources.formats.unchanged import fill_unchanged
 
     articles = {a.name: a for a in config.articles}
@@ -320,7 +323,10 @@ def read_captured(
     got = captured(spark, fmt, files, origin)
     rows: DataFrame = got.rows
     filled: tuple[DataFrame, ...] = ()
+    times = None
     try:
+        if config.load.pace == "source":
+            times = commit_times(got.rows, got.transactions, origin, capture.format)
         snap, snap_cached, snap_rows = _read_snapshot(spark, articles, snapshot_path)
         if got.unchanged:  # values left out as unchanged (TOAST): from the rows' earlier images
             try:
@@ -341,7 +347,7 @@ def read_captured(
         "unchanged_filled": got.unchanged,
     }
     return ChangeSet(
-        rows.drop(PLACE, SOURCE, UNCHANGED),
+        rows.drop(PLACE, SOURCE, UNCHANGED, COMMITTED),
         snap,
         origin if capture.format == "canonical" else f"{origin} ({capture.format})",
         None,
@@ -349,6 +355,7 @@ def read_captured(
         notes=notes,
         sources=rows,
         snapshot_rows=snap_rows,
+        commit_times=times,
     )
 
 

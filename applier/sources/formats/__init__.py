@@ -12,6 +12,10 @@ transaction's rank in commit order, ``command_id`` its change's rank in it, ``ls
 change's rank in the whole stream. Each record is then validated as a canonical record is
 (errors name file, line and field) and nothing is applied when any is bad.
 
+A change's ``committed`` is its transaction's commit time at the publisher, where the capture
+gives one: ``--pace source`` replays the stream on that clock (see
+:func:`applier.sources.formats.convert.commit_times`).
+
 Items a format may yield besides changes: :class:`Begin` / :class:`Commit` markers (formats
 whose transactions are known only from file order, as wal2json version 2 without xids: a change
 with ``tx=None`` belongs to the transaction whose Begin came last before it in file order), and
@@ -57,11 +61,19 @@ class Change:
     # Columns the capture left out of an update's new row because they did not change (PostgreSQL's
     # unchanged TOASTed values): taken from the row's previous image (formats.unchanged).
     unchanged: tuple[str, ...] = ()
+    # When its transaction committed at the publisher, epoch seconds (wal2json's ``timestamp``,
+    # Debezium's ``source.ts_ms``, Maxwell's ``ts``, a CDC export's ``tran_end_time``); None:
+    # the capture does not say. ``--pace source`` replays the stream at these times.
+    committed: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Begin:
+    """A transaction starts (file-ordered formats); ``at``: its commit time, when the capture
+    gives it there (wal2json version 2's ``timestamp``), for the changes that follow."""
+
     place: str
+    at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from applier.errors import InputError
 from applier.records.schema import CHANGE_SCHEMA
@@ -34,7 +35,10 @@ from applier.sources.reading import KEPT, raise_errors
 PLACE = "_place"
 SOURCE = "_source"
 UNCHANGED = "_unchanged"  # columns an update's new row left out as unchanged (formats.unchanged)
-CAPTURED_SCHEMA = f"{PLACE} string, {SOURCE} string, {CHANGE_SCHEMA}, {UNCHANGED} array<string>"
+COMMITTED = "_committed"  # the transaction's commit time at the publisher, epoch seconds (or null)
+CAPTURED_SCHEMA = (
+    f"{PLACE} string, {SOURCE} string, {CHANGE_SCHEMA}, {UNCHANGED} array<string>, {COMMITTED} double"
+)
 
 
 @dataclass(frozen=True)
@@ -96,8 +100,14 @@ def _markers(idx: int, it: Iterable[tuple[Any, ...]]) -> Iterator[tuple[int, Any
     for e in it:
         item = e[1]
         if isinstance(item, (Begin, Commit)):
-            last = ("B" if isinstance(item, Begin) else "C", _order(e), item.place)
+            last = _marker(item, e)
     yield (idx, last)
+
+
+def _marker(item: Begin | Commit, e: tuple[Any, ...]) -> tuple[Any, ...]:
+    """(kind, order, place, commit time) of a Begin/Commit marker."""
+    at = item.at if isinstance(item, Begin) else None
+    return ("B" if isinstance(item, Begin) else "C", _order(e), item.place, at)
 
 
 def _resolve(starts: Mapping[int, Any]):  # type: ignore[no-untyped-def]
@@ -108,7 +118,7 @@ def _resolve(starts: Mapping[int, Any]):  # type: ignore[no-untyped-def]
         for e in it:
             item = e[1]
             if isinstance(item, (Begin, Commit)):
-                state = ("B" if isinstance(item, Begin) else "C", _order(e), item.place)
+                state = _marker(item, e)
                 continue
             if isinstance(item, Change) and item.tx is None:
                 if state is None or state[0] != "B":
@@ -116,15 +126,18 @@ def _resolve(starts: Mapping[int, Any]):  # type: ignore[no-untyped-def]
                     yield (f"{item.place}: a change outside a transaction ({why})", None, _order(e))
                     continue
                 tx = ("file", *state[1])
-                yield (None, _with_tx(item, tx), _order(e))
+                yield (None, _with_tx(item, tx, state[3]), _order(e))
                 continue
             yield e
 
     return part
 
 
-def _with_tx(c: Change, tx: tuple[Any, ...]) -> Change:
-    return Change(c.article, c.op, c.before, c.after, tx, c.pos, c.source, c.place, c.changed, c.unchanged)
+def _with_tx(c: Change, tx: tuple[Any, ...], at: float | None) -> Change:
+    committed = c.committed if c.committed is not None else at
+    return Change(
+        c.article, c.op, c.before, c.after, tx, c.pos, c.source, c.place, c.changed, c.unchanged, committed
+    )
 
 
 def _file_ordered(rdd: Any) -> Any:
@@ -147,7 +160,19 @@ def _keyed(e: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any]:
     c: Change = item
     return (
         (c.tx, 0, c.pos, _order(e)),
-        (c.article, c.op, c.before, c.after, c.tx, c.pos, c.source, c.place, c.changed, c.unchanged),
+        (
+            c.article,
+            c.op,
+            c.before,
+            c.after,
+            c.tx,
+            c.pos,
+            c.source,
+            c.place,
+            c.changed,
+            c.unchanged,
+            c.committed,
+        ),
     )
 
 
@@ -259,6 +284,8 @@ def _numbered(fmt: Format, firsts: Mapping[int, tuple[int, int]]):  # type: igno
             if t[0] != "tx":
                 continue
             xact += 1
+            # the transaction's commit time: every change of it carries the same, or none does
+            at = max((c.committed for c in t[1] if c.committed is not None), default=None)
             for cmd, c in enumerate(t[1], 1):
                 lsn += 1
                 rec = {
@@ -273,7 +300,7 @@ def _numbered(fmt: Format, firsts: Mapping[int, tuple[int, int]]):  # type: igno
                 }
                 try:
                     row = validate_record(rec, articles, c.place, None, encoded, unchanged=c.unchanged)
-                    yield (None, c.place, c.source, *row, list(c.unchanged))
+                    yield (None, c.place, c.source, *row, list(c.unchanged), at)
                 except InputError as e:
                     # named by the capture's position, not the number it was given here
                     msg, numbered = str(e), f"{c.place}: lsn {lsn}"
@@ -334,6 +361,40 @@ def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str 
         for c in cached:
             c.unpersist()
         raise
+
+
+def commit_times(rows: DataFrame, transactions: int, origin: str, fmt: str) -> tuple[float, ...]:
+    """Each transaction's commit time at the publisher (epoch seconds), by ``xact_seqno``
+    (1 .. ``transactions``: index ``xact_seqno - 1``), from a capture's rows (one small job: a
+    number per transaction reaches the driver). Times never go back: a commit stamped earlier
+    than the one before it (clocks, or a capture merged from two) is taken as at that one.
+    InputError naming the first transaction without a time, and what gives one."""
+    got = {
+        int(r[0]): (r[1], r[2])
+        for r in rows.groupBy("xact_seqno").agg(F.max(COMMITTED), F.min(PLACE)).toLocalIterator()
+    }
+    out: list[float] = []
+    last = float("-inf")
+    for x in range(1, transactions + 1):
+        at, place = got.get(x, (None, None))
+        if at is None:
+            raise InputError(
+                f"{place or origin}: --pace source: this transaction carries no commit time "
+                + _WHERE_TIMES.get(fmt, f"({fmt} captures carry none: pace them with --rate)")
+            )
+        last = max(last, float(at))
+        out.append(last)
+    return tuple(out)
+
+
+_WHERE_TIMES = {
+    "wal2json": "(capture with -o include-timestamp=1)",
+    "wal2json2": "(capture with -o include-timestamp=1)",
+    "debezium": "(Debezium gives it in source.ts_ms)",
+    "maxwell": "(Maxwell gives it in ts)",
+    "mssql-cdc": "(export the change table with a tran_end_time column: "
+    "sys.fn_cdc_map_lsn_to_time(__$start_lsn))",
+}
 
 
 def canonical_json(r: Any, source: bool = True) -> str:

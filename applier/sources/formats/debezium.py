@@ -713,6 +713,7 @@ class DebeziumFormat(Format):
             source,
             place,
             unchanged=tuple(unchanged),
+            committed=_committed(src, f"{at}source.", place),
         )
 
     def _boundary(self, payload: dict[str, Any], status: Any, at: str, place: str) -> Iterator[Item]:
@@ -816,6 +817,7 @@ class DebeziumFormat(Format):
                             c.pos,
                             f"{c.source} + {nxt.source} (key change folded)",
                             c.place,
+                            committed=nxt.committed if nxt.committed is not None else c.committed,
                         )
                     )
                     i += 2
@@ -823,6 +825,16 @@ class DebeziumFormat(Format):
             out.append(c)
             i += 1
         return out
+
+
+def _committed(src: Mapping[str, Any], s: str, place: str) -> float | None:
+    """The change's commit time at the source database, epoch seconds: ``source.ts_us`` /
+    ``ts_ns`` (Debezium 2.x) or ``ts_ms``; None when the event has none."""
+    for name, scale in (("ts_us", 1e6), ("ts_ns", 1e9), ("ts_ms", 1e3)):
+        v = src.get(name)
+        if v is not None:
+            return _int(v, f"{s}{name}", place) / scale
+    return None
 
 
 def _has_key(article: Article, image: Mapping[str, Any]) -> bool:

@@ -159,7 +159,18 @@ class MaxwellFormat(Format):
             + (f" {position}" if position is not None else "")
             + (f" xoffset {xoffset}" if xoffset is not None else " commit" if commit else "")
         )
-        yield Change(article.name, op, before, after, (xid,), (fnum, offset, order, line, key), source, place)
+        ts = _int(row, "ts", place)  # the binlog event's time, whole seconds
+        yield Change(
+            article.name,
+            op,
+            before,
+            after,
+            (xid,),
+            (fnum, offset, order, line, key),
+            source,
+            place,
+            committed=float(ts) if ts is not None else None,
+        )
 
 
 def _has_key(article: Article, image: dict[str, Any]) -> bool:

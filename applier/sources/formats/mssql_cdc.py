@@ -77,6 +77,7 @@ SEQVAL = "__$seqval"
 OPERATION = "__$operation"
 UPDATE_MASK = "__$update_mask"
 COMMAND_ID = "__$command_id"
+TRAN_END_TIME = "tran_end_time"  # an export may add cdc.lsn_time_mapping's commit time (--pace source)
 _REQUIRED = (START_LSN, SEQVAL, OPERATION)
 _OPERATIONS = {1: "D", 2: "I", 3: "U", 4: "U"}
 _OPERATION_TEXT = "1 delete, 2 insert, 3 update (before image), 4 update (after image)"
@@ -228,7 +229,7 @@ def layout(names: Sequence[str], article: Article, table: str, place: str) -> La
     for i, raw in enumerate(names):
         name = raw.strip()
         low = name.lower()
-        if low.startswith("__$"):
+        if low.startswith("__$") or (low == TRAN_END_TIME and low not in by_low):
             if low in meta:
                 raise InputError(f"{place}: column {name!r} appears twice")
             meta[low] = i
@@ -305,6 +306,7 @@ def change(lay: Layout, row: Sequence[Any], place: str, text: bool) -> Change:
     changed = None
     if op == 4 and ordinals is not None:
         changed = tuple(c.name for o, (_, c) in enumerate(lay.captured, 1) if c is not None and o in ordinals)
+    committed = _tran_end_time(meta(TRAN_END_TIME), place)
     source = f"{START_LSN}=0x{start} {SEQVAL}=0x{seq} {OPERATION}={op}"
     if raw_cmd is not None:
         source += f" {COMMAND_ID}={command}"
@@ -318,7 +320,28 @@ def change(lay: Layout, row: Sequence[Any], place: str, text: bool) -> Change:
         source=source,
         place=place,
         changed=changed,
+        committed=committed,
     )
+
+
+def _tran_end_time(v: Any, place: str) -> float | None:
+    """A change table export's ``tran_end_time`` (``cdc.lsn_time_mapping``'s, joined on
+    ``__$start_lsn``: the transaction's commit) -> epoch seconds, the server's local time read
+    as UTC (only the differences between commits are used); None when the export has none."""
+    if v is None:
+        return None
+    if isinstance(v, dt.datetime):
+        moment = v
+    else:
+        try:
+            moment = dt.datetime.fromisoformat(str(v).strip())
+        except ValueError:
+            raise InputError(
+                f"{place}: column {TRAN_END_TIME!r}: expected a date and time, got {_shown(v)}"
+            ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return float(moment.timestamp())
 
 
 def _unknown_lob(col: Column, op: int, in_mask: bool) -> bool:
@@ -614,6 +637,7 @@ def _joined(before: Change, after: Change) -> Change:
         source=f"{before.source} + {_op_part(after.source)}",
         place=before.place if before.place == after.place else f"{before.place} and {after.place}",
         changed=changed,
+        committed=after.committed if after.committed is not None else before.committed,
     )
 
 

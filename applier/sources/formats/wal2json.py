@@ -68,7 +68,7 @@ import json
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from applier.articles import Article, Column
@@ -185,6 +185,22 @@ def _moment(text: str, want: str) -> Any:
     if not 1 <= utc.year - shift <= 9999:
         raise _Bad(f"{t!r} {_OUT_OF_RANGE}")
     return utc.replace(year=utc.year - shift)
+
+
+def commit_time(v: Any, where: str) -> float | None:
+    """wal2json's ``timestamp`` (the transaction's commit, ``include-timestamp``) -> epoch
+    seconds; None when the capture has none. A text without an offset is read as UTC."""
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise InputError(f"{where}: expected the commit time as text, got {type(v).__name__}")
+    try:
+        moment = _moment(v, "timestamp with time zone")
+    except _Bad as e:
+        raise InputError(f"{where}: {e}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return float(moment.timestamp())
 
 
 def _money(text: str) -> decimal.Decimal:
@@ -479,6 +495,7 @@ class Wal2json(_Wal2json):
             lsn = _lsn(doc["nextlsn"], f"{place}: nextlsn")
             tx = (lsn,)
             source.append(f"nextlsn {doc['nextlsn']}")
+        at = commit_time(doc.get("timestamp"), f"{place}: timestamp")
         out: list[Item] = []
         for i, ch in enumerate(changes):
             where = f"{place}: change[{i}]"
@@ -517,11 +534,10 @@ class Wal2json(_Wal2json):
                 self._names(names, f"{w}.keynames")
                 old = _Image(names, types, values, [f"{w}.keyvalues[{j}]" for j in range(len(names))])
             src = " ".join([*source, f"change[{i}]"]) if source else f"line {_line(place)} change[{i}]"
-            out.append(
-                self._change(kind, ch.get("schema"), ch.get("table"), new, old, where, place, tx, (i,), src)
-            )
+            c = self._change(kind, ch.get("schema"), ch.get("table"), new, old, where, place, tx, (i,), src)
+            out.append(replace(c, committed=at) if at is not None else c)
         if tx is None:
-            yield Begin(place)
+            yield Begin(place, at)
             yield from out
             yield Commit(place)
         else:
@@ -554,8 +570,8 @@ class Wal2json2(_Wal2json):
                 )
             )
         action = doc["action"]
-        if action == "B":
-            yield Begin(place)
+        if action == "B":  # include-timestamp: the commit time, on the B (and the C) line
+            yield Begin(place, commit_time(doc.get("timestamp"), f"{place}: timestamp"))
             return
         if action == "C":
             yield Commit(place)
