@@ -245,7 +245,11 @@ def paced(config: Config, changes: str | Path | None = None, capture: Options | 
 def checked_thresholds(config: Config, result: RunResult) -> tuple[dict[str, Any], ...]:
     """Each of the configuration's thresholds against the run's figures."""
     metrics = result.metrics
-    return tuple(parse_threshold(t).check(metrics, config.load.rate) for t in config.load.thresholds)
+    rate = config.load.rate
+    if rate is None:  # a replay at the capture's pace: its own mean rate (scaled) is the target
+        rates = [s.summary.load.get("source_rate") for s in result.subscriptions if s.summary.load]
+        rate = min((float(r) for r in rates if r), default=None)
+    return tuple(parse_threshold(t).check(metrics, rate) for t in config.load.thresholds)
 
 
 def write_unfinished(

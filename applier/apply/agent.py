@@ -100,7 +100,11 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
         wait_s = 0.0
         n_cmds = 0
         live = job.live and not isinstance(rdv, GateClient)
-        start = agree_start(rdv.all_gather) if job.pace is not None else time.time()
+        start = (
+            agree_start(rdv.all_gather, pace=job.pace, done=done_round)
+            if job.pace is not None
+            else time.time()
+        )
         lags = LagRecorder(job.pace, start) if job.pace is not None else None
 
         def tell(

@@ -20,6 +20,7 @@ cluster the executors' clocks are assumed in step (NTP: milliseconds).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -85,11 +86,18 @@ def round_size(rate: float, batch_interval: float, commit_batch_size: int) -> in
     return max(1, min(commit_batch_size, int(rate * batch_interval)))
 
 
-def agree_start(gather: Any, lead_s: float = 0.05) -> float:
+def agree_start(gather: Any, lead_s: float = 0.05, pace: Pace | None = None, done: int = -1) -> float:
     """The run's start, epoch seconds: the latest stream's clock plus ``lead_s`` (every stream
-    has connected by then). ``gather``: the rendezvous's all_gather."""
-    clocks = [float(x) for x in gather(repr(time.time()))]
-    return max(clocks) + lead_s
+    has connected by then). ``gather``: the rendezvous's all_gather. A resumed run (``done``:
+    the last round this stream committed before) starts its clock at the first round some
+    stream still has to apply: the schedule goes on from there, rather than idling through
+    the time of the rounds an earlier run applied."""
+    got = [json.loads(x) for x in gather(json.dumps([time.time(), done]))]
+    start = max(float(c) for c, _ in got) + lead_s
+    first = min(int(d) for _, d in got) + 1
+    if pace is not None and first > 0:
+        start -= pace.round_due(first - 1)
+    return start
 
 
 def wait_until(t: float) -> float:

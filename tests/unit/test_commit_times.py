@@ -130,3 +130,23 @@ def test_due_times_are_the_capture_s_offsets_over_the_speed() -> None:
     t = Timed((100.0, 100.5, 102.0), speed=2.0)
     assert t.dues([1, 2, 3]) == [0.0, 0.25, 1.0]
     assert t.dues([2, 3]) == [0.25, 1.0]  # a filtered subscription keeps the capture's clock
+
+
+def test_a_resumed_paced_run_starts_its_clock_at_the_first_round_left() -> None:
+    import json as _json
+    import time
+
+    from applier.apply.pace import agree_start
+
+    pace = Pace(10, rate=100.0)  # round r's last transaction is due at (10 r + 9) / 100 s
+
+    def gather_of(*done: int):  # type: ignore[no-untyped-def]
+        return lambda mine: [_json.dumps([_json.loads(mine)[0], d]) for d in done]
+
+    now = time.time()
+    fresh = agree_start(gather_of(-1, -1), 0.05, pace, -1)
+    assert now + 0.05 <= fresh <= time.time() + 0.05
+    # streams 0 and 1 committed rounds 0..4 and 0..6: round 5 is the first left
+    resumed = agree_start(gather_of(4, 6), 0.05, pace, 4)
+    assert resumed == pytest.approx(fresh - pace.round_due(4), abs=0.05)
+    assert resumed + pace.round_due(5) - time.time() < 0.2  # round 5 is due about now, not in 0.5 s
