@@ -14,13 +14,8 @@ import pytest
 from applier.articles import Article, Column, parse_type
 from applier.errors import InputError
 from applier.sources.formats import Change, Options, format_class
-from applier.sources.formats.mssql_cdc import (
-    MssqlCdcFormat,
-    column_value,
-    lsn_text,
-    mask_of,
-    mask_ordinals,
-)
+from applier.sources.formats.mssql_cdc import MssqlCdcFormat
+from applier.sources.formats.mssql_cdc.rows import column_value, lsn_text, mask_of, mask_ordinals
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "captures" / "mssql_cdc"
 CSV = DATA / "dbo_customers_CT.csv"
@@ -384,7 +379,8 @@ def test_error_parquet_row_names_its_row(tmp_path: Path) -> None:
 
 def test_odbc_select_of_one_slice_quotes_identifiers_per_dialect() -> None:
     from applier.dialects import dialect
-    from applier.sources.formats.mssql_cdc import layout, select_sql
+    from applier.sources.formats.mssql_cdc.odbc import select_sql
+    from applier.sources.formats.mssql_cdc.rows import layout
 
     names = [
         "__$start_lsn",

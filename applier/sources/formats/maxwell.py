@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 from applier.articles import Article
 from applier.errors import InputError
 from applier.sources.formats import Change, Format, Item
-from applier.sources.formats.debezium import _Image, make_image
+from applier.sources.formats.connect_types import Image, make_image
 from applier.values import key_text
 
 _LAST = 2**62  # the commit row of a transaction: after every xoffset
@@ -79,8 +79,8 @@ class MaxwellFormat(Format):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
 
-    def _image(self, article: Article) -> _Image:
-        images: dict[str, _Image] = self.__dict__.setdefault("_images", {})
+    def _image(self, article: Article) -> Image:
+        images: dict[str, Image] = self.__dict__.setdefault("_images", {})
         got = images.get(article.name)
         if got is None:
             got = images[article.name] = make_image(article, None)
