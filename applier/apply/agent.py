@@ -26,20 +26,13 @@ from pyspark.sql import DataFrame, SparkSession
 
 from applier import failpoints
 from applier.apply.events import RESET_LOG, Events
+from applier.apply.failure import Failure, Row
 from applier.apply.gate import GateClient, meet
 from applier.apply.job import StreamJob
 from applier.apply.pace import LagRecorder, agree_start, commits_of, wait_until
+from applier.apply.policy import LostCommit, apply_serially, commit_surely, send_with_policy
 from applier.apply.rendezvous import Address
-from applier.apply.sender import (
-    Failure,
-    LostCommit,
-    Row,
-    Sender,
-    apply_serially,
-    commit_surely,
-    send_with_policy,
-    slim,
-)
+from applier.apply.sender import Sender, slim
 from applier.apply.share import Share, Shares
 from applier.apply.streams import Streamed, Task, run_streams
 from applier.errors import TargetError

@@ -24,19 +24,12 @@ from pyspark.sql import DataFrame, SparkSession
 
 from applier import failpoints
 from applier.apply.events import Events
+from applier.apply.failure import Failure, Row
 from applier.apply.gate import GateClient, meet
 from applier.apply.job import StreamJob
+from applier.apply.policy import LostCommit, apply_serially, commit_surely, send_with_policy
 from applier.apply.rendezvous import Address
-from applier.apply.sender import (
-    Failure,
-    LostCommit,
-    Row,
-    Sender,
-    apply_serially,
-    commit_surely,
-    send_with_policy,
-    slim,
-)
+from applier.apply.sender import Sender, slim
 from applier.apply.streams import Streamed, Task, run_streams
 from applier.plan.calls import Call, Planner
 from applier.sparkenv import executor_id

@@ -17,8 +17,9 @@ import pyodbc
 import pytest
 
 from applier.apply.bulk import BulkCall
+from applier.apply.failure import Failure
 from applier.apply.install import add_constraints, install
-from applier.apply.sender import Failure, Sender
+from applier.apply.sender import Sender
 from applier.config import HAZARD_WORKLOADS, ErrorPolicy, RunSettings, Workload, demo_config, parse_config
 from applier.plan.calls import Planner
 from applier.targets.connection import connect

@@ -130,7 +130,8 @@ def test_a_read_after_a_reconnect_survives_the_replacement_being_lost_too(target
 def test_a_commit_lost_then_its_check_lost_applies_the_work_once(target):
     """commit_surely: the connection is lost at the commit and the replacement that should tell
     whether the commit landed is lost too: the work is applied again, exactly once."""
-    from applier.apply.sender import Sender, commit_surely
+    from applier.apply.policy import commit_surely
+    from applier.apply.sender import Sender
     from applier.plan.calls import Planner
 
     admin = pyodbc.connect(target.connection_string, autocommit=True)

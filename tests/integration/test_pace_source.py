@@ -5,10 +5,12 @@ documents (``include-timestamp``) of transactions in bursts with idle gaps betwe
 publisher's traffic comes. The run replays it on the embedded PostgreSQL at N = 2 and the
 report says when each round started against when it was due.
 
-The stated tolerance: a round never starts before its last transaction is due, and starts at
-most ``SLACK`` after it; every transaction commits at most ``batch_interval + SLACK`` after its
-own commit time at the publisher (scaled by the speed). The whole replay lasts the capture's
-span over the speed, within ``SLACK``.
+The stated tolerance: a round never starts before its last transaction is due; the median
+round starts within ``TYPICAL`` after it and every round within ``SLACK`` (a quiet 2-core
+machine measured 0.3 ms and 7 ms; with three test runs beside it, 13 ms and 0.36 s); a
+transaction commits at most ``batch_interval + SLACK`` after its own commit time at the
+publisher (scaled by the speed). The whole replay lasts the capture's span over the speed,
+within ``SLACK``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from tests.integration.helpers import run
 
 pytestmark = pytest.mark.integration
 
-SLACK = 0.25  # seconds a round may start after it is due, on these 2-core machines
+TYPICAL = 0.05  # seconds the median round may start after it is due
+SLACK = 1.0  # seconds any round may (a loaded 2-core machine)
 INTERVAL = 0.1
 
 
@@ -92,7 +95,11 @@ def _capture(path: Path, offsets: list[float]) -> Path:
                     "oldkeys": {"keynames": ["id"], "keytypes": ["integer"], "keyvalues": [i - 1]},
                 }
             )
-        lines.append(json.dumps({"xid": 1000 + i, "nextlsn": f"0/{0x1000 + i * 0x100:X}", "timestamp": at, "change": change}))
+        lines.append(
+            json.dumps(
+                {"xid": 1000 + i, "nextlsn": f"0/{0x1000 + i * 0x100:X}", "timestamp": at, "change": change}
+            )
+        )
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -115,12 +122,14 @@ def test_a_capture_replays_at_its_commit_times(spark, target, tmp_path: Path, sp
     assert kept["rounds"] == rep["rounds"]
     start_after = kept["start_after_due"]
     assert start_after["min"] >= -0.005, start_after  # never early (clocks: 5 ms)
+    assert start_after["p50"] <= TYPICAL, start_after
     assert start_after["max"] <= SLACK, start_after
     lag = load["lag"]
     assert lag["transactions"] == len(offsets)
+    assert lag["percentiles"]["p50"] <= INTERVAL + TYPICAL, lag["percentiles"]
     assert lag["percentiles"]["max"] <= INTERVAL + SLACK, lag["percentiles"]
     # the replay lasts the capture's span over the speed
-    assert span <= lag["seconds"] <= span + SLACK + 0.5, (lag["seconds"], span)
+    assert span <= lag["seconds"] <= span + SLACK, (lag["seconds"], span)
 
 
 def test_pace_source_needs_commit_times(spark, target, tmp_path: Path) -> None:

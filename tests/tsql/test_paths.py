@@ -16,7 +16,8 @@ import pytest
 
 from applier.apply.bulk import BulkCall
 from applier.apply.install import install
-from applier.apply.sender import Sender, send_with_policy
+from applier.apply.policy import send_with_policy
+from applier.apply.sender import Sender
 from applier.config import ErrorPolicy, parse_config
 from applier.dialects.tsql import TsqlDialect
 from applier.plan.calls import Planner

@@ -13,8 +13,10 @@ from typing import Any
 import pyodbc
 import pytest
 
+from applier.apply.blame import CHUNK_SAVEPOINT
+from applier.apply.failure import commands
 from applier.apply.locate import culprit, first_failing, same_kind
-from applier.apply.sender import CHUNK_SAVEPOINT, Sender, commands
+from applier.apply.sender import Sender
 from applier.config import ErrorPolicy, parse_config
 from applier.dialects.postgres import PostgresDialect
 from applier.dialects.tsql import TsqlDialect
@@ -193,9 +195,9 @@ def test_sql_server_applies_the_chunks_before_again_then_the_failed_one_statemen
 
 
 def test_postgres_chunks_past_the_savepoint_budget_go_without_and_are_applied_again(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import applier.apply.sender as sender_module
+    import applier.apply.blame as blame_module
 
-    monkeypatch.setattr(sender_module, "GUARDED_CHUNKS", 1)  # PostgreSQL caches 64 subxids
+    monkeypatch.setattr(blame_module, "GUARDED_CHUNKS", 1)  # PostgreSQL caches 64 subxids
     d = PostgresDialect()
     conn = Conn(bad=99999, error=PG_NOT_FOUND, aborts=True)
     sender = Sender(conn, d, Planner(d, [ART]), 0)

@@ -23,7 +23,8 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from applier.apply.sender import Sender, send_with_policy
+from applier.apply.policy import send_with_policy
+from applier.apply.sender import Sender
 from applier.articles import Article, Column, Delivery, Syntax, parse_type
 from applier.config import ErrorPolicy
 from applier.dialects.postgres import PostgresDialect
