@@ -26,7 +26,7 @@ from applier.catalog.model import Catalog
 from applier.catalog.target import read_connection
 from applier.dialects.base import Dialect
 from applier.errors import ConfigError
-from applier.sources.formats.wal2json import read_value
+from applier.sources.formats.pgtext import read_value
 
 _FETCH = 5000  # rows fetched at a time (psqlODBC holds a whole result set; pyodbc hands out these)
 
