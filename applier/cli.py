@@ -739,6 +739,15 @@ def main(argv: list[str] | None = None) -> int:
     while lead < len(argv) and argv[lead] in ("-v", "--verbose"):
         lead += 1
     rest = argv[lead:]
+    if rest and not rest[0].startswith("-") and rest[0] not in COMMANDS:
+        # `run` takes no positional argument: a first word is a command, unknown or misspelt
+        hint = did_you_mean(rest[0], COMMANDS)
+        print(
+            f"applier: error: unknown command {rest[0]!r}{'; ' + hint if hint else ''} "
+            "(`applier --help` lists the commands)",
+            file=sys.stderr,
+        )
+        return 2
     if not rest or rest[0] not in (*COMMANDS, "-h", "--help", "--version"):
         argv = [*argv[:lead], "run", *rest]
     named = argv[lead] if lead < len(argv) and argv[lead] in COMMANDS else None
