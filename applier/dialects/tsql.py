@@ -270,6 +270,14 @@ class TsqlDialect(Dialect):
             raise self.unsupported(f"string literal with a NUL character: {text!r}")
         return "N'" + text.replace("'", "''") + "'"
 
+    BEGIN_SQL: ClassVar[str] = "BEGIN TRANSACTION"
+
+    def bool_literal(self, value: bool) -> str:
+        return "1" if value else "0"  # bit
+
+    def bytes_literal(self, value: bytes) -> str:
+        return f"0x{value.hex()}"
+
     # -- types -----------------------------------------------------------------------
     def type_sql(self, t: SqlType) -> str:
         if t.length is not None and t.base in _MAX_LENGTH:
