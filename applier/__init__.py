@@ -16,9 +16,36 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from applier.api import Endpoint, Options, RunResult, Target, Verdict, convert, load_config, run
+    from applier.api import (
+        Config,
+        Converted,
+        Endpoint,
+        Options,
+        RunResult,
+        Target,
+        Verdict,
+        convert,
+        generate,
+        load_config,
+        procedure_scripts,
+        run,
+    )
 
-__all__ = ["Endpoint", "Options", "RunResult", "Target", "Verdict", "convert", "load_config", "run"]
+# applier.api.__all__, name for name (tests/unit/test_api.py holds them equal)
+__all__ = [
+    "Config",
+    "Converted",
+    "Endpoint",
+    "Options",
+    "RunResult",
+    "Target",
+    "Verdict",
+    "convert",
+    "generate",
+    "load_config",
+    "procedure_scripts",
+    "run",
+]
 
 
 def __getattr__(name: str) -> Any:

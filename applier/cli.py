@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from applier.articles import PROC_TEMPLATES
 from applier.config import VERIFY_MODES, WORKLOADS, Config, demo_config, load_config, with_overrides
-from applier.errors import ApplierError, ConfigError, Stopped, TargetError, stop_of
+from applier.errors import ApplierError, ConfigError, Stopped, TargetError, close_names, did_you_mean, stop_of
 from applier.loadtest.options import add_load, with_load
 from applier.sources.formats import FORMATS, Options
 
@@ -291,14 +291,12 @@ class _Parser(argparse.ArgumentParser):
 
 def _suggestion(message: str, p: argparse.ArgumentParser) -> str:
     """`; did you mean --streams?` for a misspelt option or choice."""
-    import difflib
     import re
 
     m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
     if m:
-        known = re.findall(r"'?([\w.\-]+)'?", m.group(2))
-        close = difflib.get_close_matches(m.group(1), known, n=1, cutoff=0.6)
-        return f"; did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(m.group(1), re.findall(r"'?([\w.\-]+)'?", m.group(2)))
+        return f"; {hint}" if hint else ""
     m = re.search(r"unrecognized arguments: (.*)", message)
     if m:
         options = [o for act in p._actions for o in act.option_strings if o.startswith("--")]
@@ -309,7 +307,7 @@ def _suggestion(message: str, p: argparse.ArgumentParser) -> str:
         for word in m.group(1).split():
             flag = word.split("=", 1)[0]
             if flag.startswith("--"):
-                close = difflib.get_close_matches(flag, sorted(set(options)), n=1, cutoff=0.6)
+                close = close_names(flag, sorted(set(options)))
                 if close:
                     hints.append(f"{flag} -> {close[0]}")
         return f"; did you mean {', '.join(hints)}?" if hints else ""
@@ -741,6 +739,15 @@ def main(argv: list[str] | None = None) -> int:
     while lead < len(argv) and argv[lead] in ("-v", "--verbose"):
         lead += 1
     rest = argv[lead:]
+    if rest and not rest[0].startswith("-") and rest[0] not in COMMANDS:
+        # `run` takes no positional argument: a first word is a command, unknown or misspelt
+        hint = did_you_mean(rest[0], COMMANDS)
+        print(
+            f"applier: error: unknown command {rest[0]!r}{'; ' + hint if hint else ''} "
+            "(`applier --help` lists the commands)",
+            file=sys.stderr,
+        )
+        return 2
     if not rest or rest[0] not in (*COMMANDS, "-h", "--help", "--version"):
         argv = [*argv[:lead], "run", *rest]
     named = argv[lead] if lead < len(argv) and argv[lead] in COMMANDS else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 
 class ApplierError(Exception):
@@ -53,3 +53,21 @@ def stop_of(e: BaseException) -> Stopped | None:
         seen.add(id(cur))
         cur = cur.__cause__ or cur.__context__
     return None
+
+
+def close_names(word: str, names: Iterable[str], n: int = 1) -> list[str]:
+    """Up to ``n`` of ``names`` closest to a misspelt ``word``, closest first, as ``names``
+    spell them: difflib's similarity 0.6 or more, case ignored."""
+    import difflib
+
+    by_folded: dict[str, str] = {}
+    for name in names:
+        by_folded.setdefault(name.lower(), name)
+    return [by_folded[c] for c in difflib.get_close_matches(word.lower(), list(by_folded), n=n, cutoff=0.6)]
+
+
+def did_you_mean(word: str, names: Iterable[str], n: int = 1, quote: bool = True) -> str:
+    """``did you mean 'x'?`` (``'x', 'y'`` for several, unquoted without ``quote``) for a
+    misspelt ``word`` of an error message; "" when none of ``names`` is close."""
+    close = close_names(word, names, n)
+    return f"did you mean {', '.join(repr(c) if quote else c for c in close)}?" if close else ""

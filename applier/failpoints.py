@@ -65,15 +65,15 @@ def count_pass(path: str) -> int:
 
 def _kill_session() -> None:
     """SIGKILL every process of this session, this one last."""
+    import psutil
+
     me, sid = os.getpid(), os.getsid(0)
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
+    for pid in psutil.pids():
+        if pid == me:
             continue
         try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if int(fields[3]) == sid:  # field 6 of stat: the session id
-                os.kill(int(entry), signal.SIGKILL)
-        except (OSError, ValueError, IndexError):
+            if os.getsid(pid) == sid:
+                os.kill(pid, signal.SIGKILL)
+        except OSError:  # gone since listed
             continue
     os.kill(me, signal.SIGKILL)

@@ -29,12 +29,16 @@ CLUSTERS = ("applier-pg-", "applier-bbf-")  # folders holding a server's data di
 
 
 def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (/proc/<pid>/stat field 22)."""
+    """The process's start time in clock ticks since boot (None: no such process), the text
+    owner files have always held. psutil's ``create_time`` adds the boot time, which a step of
+    the wall clock (NTP) moves: taken off again, so that a live owner never looks replaced."""
+    import psutil
+
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        since_boot = psutil.Process(pid).create_time() - psutil.boot_time()
+    except (psutil.Error, ValueError):  # ValueError: a negative pid
         return None
-    return stat.rsplit(")", 1)[1].split()[19]
+    return str(round(since_boot * os.sysconf("SC_CLK_TCK")))
 
 
 def owned_dir(prefix: str, root: str | Path | None = None) -> Path:

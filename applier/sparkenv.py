@@ -629,18 +629,21 @@ def executor_id() -> str:
     """Which executor this task runs in, as Spark names it: ``$SPARK_EXECUTOR_ID``
     (Kubernetes), the ``--executor-id`` of the executor process above this Python worker
     (standalone, YARN), else ``driver`` (local mode); with the host: ``1@host``."""
+    import psutil
+
     ident = os.environ.get("SPARK_EXECUTOR_ID")
     pid = os.getpid()
     for _ in range(6):  # worker -> daemon -> executor JVM
         if ident:
             break
         try:
-            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"--executor-id" in args:
-                ident = args[args.index(b"--executor-id") + 1].decode()
+            p = psutil.Process(pid)
+            args = p.cmdline()
+            if "--executor-id" in args:
+                ident = args[args.index("--executor-id") + 1]
                 break
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
+            pid = p.ppid()
+        except (psutil.Error, IndexError):
             break
         if pid <= 1:
             break

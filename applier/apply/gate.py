@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from applier.apply.rendezvous import _BYE, Address, Rendezvous, _recv, _send
+from applier.apply.rendezvous import _BYE, Address, Rendezvous, _recv, _send, accept_streams
 
 _POLL_S = 0.001
 STRATEGIES = ("random", "pct", "recorded")
@@ -165,25 +165,10 @@ class GateServer(threading.Thread):
 
     # -- connections -------------------------------------------------------------------
     def _accept_all(self) -> bool:
-        while len(self.streams) < self.n:
-            if self._halt.is_set():
-                return False
-            try:
-                conn, _ = self.listener.accept()
-            except TimeoutError:
-                continue
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn.settimeout(60)
-            try:
-                hello = json.loads(_recv(conn))
-            except (OSError, ValueError):
-                conn.close()
-                continue
-            if hello.get("token") != self.token:
-                conn.close()
-                continue
-            conn.settimeout(None)
-            s = int(hello["stream"])
+        peers = accept_streams(self.listener, self.address, self._halt, None)
+        if peers is None:
+            return False
+        for s, conn in sorted(peers.items()):
             self.streams[s] = _Stream(conn)
             threading.Thread(target=self._read, args=(s, conn), daemon=True, name=f"gate-{s}").start()
         return True

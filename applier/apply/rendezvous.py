@@ -96,6 +96,42 @@ class Address:
     streams: int
 
 
+def accept_streams(
+    listener: socket.socket, address: Address, halt: threading.Event, timeout: float | None
+) -> dict[int, socket.socket] | None:
+    """The stage's streams, by number, once each has connected to ``listener`` (whose accept
+    times out now and then, so that ``halt`` is seen) and said hello with the stage's token:
+    a connection that says anything else, or nothing within 60 s, is closed; a stream that
+    connects again (Spark retried its task) replaces its earlier socket. Accepted sockets read
+    with ``timeout``. None, every accepted socket closed, once ``halt`` is set."""
+    peers: dict[int, socket.socket] = {}
+    while len(peers) < address.streams:
+        if halt.is_set():
+            for p in peers.values():
+                p.close()
+            return None
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            continue
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.settimeout(60)
+        try:
+            hello = json.loads(_recv(conn))
+            stream = int(hello["stream"]) if hello.get("token") == address.token else None
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            stream = None
+        if stream is None or not 0 <= stream < address.streams:
+            conn.close()
+            continue
+        conn.settimeout(timeout)
+        old = peers.pop(stream, None)
+        if old is not None:
+            old.close()
+        peers[stream] = conn
+    return peers
+
+
 class Coordinator(threading.Thread):
     """The driver's side: gathers one message from every stream and sends all to each."""
 
@@ -120,32 +156,8 @@ class Coordinator(threading.Thread):
         self.listener.close()
 
     def _accept_all(self) -> list[socket.socket] | None:
-        peers: dict[int, socket.socket] = {}
-        while len(peers) < self.n:
-            if self._halt.is_set():
-                for p in peers.values():
-                    p.close()
-                return None
-            try:
-                conn, _ = self.listener.accept()
-            except TimeoutError:
-                continue
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn.settimeout(60)
-            try:
-                hello = json.loads(_recv(conn))
-            except (OSError, ValueError):
-                conn.close()
-                continue
-            if hello.get("token") != self.token:
-                conn.close()
-                continue
-            conn.settimeout(_TIMEOUT_S)
-            old = peers.pop(int(hello["stream"]), None)
-            if old is not None:
-                old.close()
-            peers[int(hello["stream"])] = conn
-        return [peers[i] for i in range(self.n)]
+        peers = accept_streams(self.listener, self.address, self._halt, _TIMEOUT_S)
+        return None if peers is None else [peers[i] for i in range(self.n)]
 
     def run(self) -> None:
         while not self._halt.is_set():

@@ -26,7 +26,7 @@ from applier.verify.oracle import digest_diff, oracle
 def train() -> None:
     """Load the classes of a run: generate, lay out, cache, digest oracle, Python workers, join."""
     spark = spark_session(2, app="applier-class-archive")
-    cfg = effective_config(BenchStream(20_000, 2_000, 100, 100, 1).config(2))
+    cfg = effective_config(BenchStream.of(20_000, 2_000, 100, 100, 1).config(2))
     cs = generate(spark, cfg)
     assert cs.stats is not None
     indexed, _ = with_rounds(cs.changes, 100, (cs.stats.first_xact, cs.stats.transactions))

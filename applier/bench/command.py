@@ -146,7 +146,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
         # refused before the bench starts, not after it
         applier.api.check_paths(None, None, (), a.html, None, names={"report": "--html", "work_dir": "--out"})
     say: Callable[[str], None] = (lambda _: None) if a.quiet else (lambda m: print(f"- {m}", flush=True))
-    bs = BenchStream(a.commands, a.rows, a.transaction_size, a.commit_batch_size, a.seed)
+    bs = BenchStream.of(a.commands, a.rows, a.transaction_size, a.commit_batch_size, a.seed)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     only = a.only
@@ -202,13 +202,14 @@ def run_bench(
     server_class: Any = EmbeddedBabelfish if engine == "babelfish" else EmbeddedPostgres
 
     cfg = bs.config()
+    w = bs.workload
     meta: dict[str, Any] = {
-        "commands": bs.transactions * bs.transaction_size,
-        "transactions": bs.transactions,
-        "transaction_size": bs.transaction_size,
+        "commands": w.commands,
+        "transactions": w.transactions,
+        "transaction_size": w.commands_per_transaction,
         "commit_batch_size": bs.commit_batch_size,
-        "rows": bs.rows,
-        "seed": bs.seed,
+        "rows": w.initial_rows,
+        "seed": w.seed,
         "streams": streams,
         "synchronous_commit": syncs,
         "measured": only,
@@ -304,12 +305,15 @@ WARM_UP_COMMANDS = 20_000
 
 def _warm_up(spark: Any, bs: BenchStream, n: int, target: Any, set_apply: bool) -> None:
     """One untimed run of the same shape on a small stream, in its own subscription."""
-    import dataclasses
-
     import applier
 
-    small = dataclasses.replace(
-        bs, commands=min(bs.commands, WARM_UP_COMMANDS), rows=min(bs.rows, WARM_UP_COMMANDS)
+    w = bs.workload
+    small = BenchStream.of(
+        min(w.commands, WARM_UP_COMMANDS),
+        min(w.initial_rows, WARM_UP_COMMANDS),
+        w.commands_per_transaction,
+        bs.commit_batch_size,
+        w.seed,
     )
     applier.run(small.config(n, f"warm-up-{n}{'-set' if set_apply else ''}", set_apply), target, spark=spark)
 

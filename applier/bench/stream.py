@@ -36,32 +36,37 @@ BENCH_ARTICLE = {
 
 @dataclass(frozen=True)
 class BenchStream:
-    """The shape of the benchmark's stream (README: 1M updates, 100 per transaction, 200k rows)."""
+    """The benchmark's stream: the generator's ``updates`` workload (its shape: rows, transactions,
+    commands per transaction, seed) and the commit batch size it is applied with."""
 
-    commands: int = 1_000_000
-    rows: int = 200_000
-    transaction_size: int = 100
+    workload: Workload
     commit_batch_size: int = 100
-    seed: int = 42
 
-    @property
-    def transactions(self) -> int:
-        return max(1, self.commands // self.transaction_size)
-
-    def workload(self) -> Workload:
-        return Workload(
+    @classmethod
+    def of(
+        cls,
+        commands: int = 1_000_000,
+        rows: int = 200_000,
+        transaction_size: int = 100,
+        commit_batch_size: int = 100,
+        seed: int = 42,
+    ) -> BenchStream:
+        """The stream of the bench's options (README: 1M updates, 100 per transaction, 200k
+        rows): ``commands`` rounded down to whole transactions, at least one."""
+        workload = Workload(
             kind="updates",
-            initial_rows=self.rows,
-            transactions=self.transactions,
-            commands_per_transaction=self.transaction_size,
+            initial_rows=rows,
+            transactions=max(1, commands // transaction_size),
+            commands_per_transaction=transaction_size,
             key_update_share=0.0,
-            seed=self.seed,
+            seed=seed,
         )
+        return cls(workload, commit_batch_size)
 
     def config(self, streams: int = 4, subscription: str = "bench", set_apply: bool = False) -> Config:
         cfg = parse_config({"articles": [BENCH_ARTICLE]}, "<bench>")
         return cfg.replace(
-            workload=self.workload(),
+            workload=self.workload,
             run=RunSettings(
                 subscription=subscription,
                 streams=streams,

@@ -48,7 +48,7 @@ from applier import failpoints
 from applier.capture import slot as pub
 from applier.capture.meta import meta_path
 from applier.capture.snapshot import published, write_snapshot
-from applier.errors import ApplierError, ConfigError, TargetError
+from applier.errors import ApplierError, ConfigError, TargetError, did_you_mean
 from applier.targets.connstr import redact
 from applier.targets.endpoint import Endpoint, preflight
 
@@ -117,10 +117,8 @@ def _options(a: argparse.Namespace) -> tuple[int, list[str] | None, int | None, 
     """--format, --tables, --until-lsn, --duration checked before anything is reached."""
     version = pub.FORMAT_VERSIONS.get(a.capture_format)
     if version is None:
-        import difflib
-
-        close = difflib.get_close_matches(a.capture_format, list(pub.FORMAT_VERSIONS), n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(a.capture_format, pub.FORMAT_VERSIONS)
+        hint = f"; {hint}" if hint else ""
         raise ConfigError(f"--format: unknown format {a.capture_format!r} (wal2json or wal2json2){hint}")
     pub.check_slot_name(a.slot)
     tables = [t.strip() for t in a.tables.split(",") if t.strip()] if a.tables else None

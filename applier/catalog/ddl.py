@@ -38,6 +38,7 @@ from applier.catalog.pgtypes import ENUM_LABEL_TYPE, enum_note, is_serial
 from applier.catalog.pgtypes import sql_type as pg_sql_type
 from applier.catalog.tsqltypes import Alias, alias_key
 from applier.catalog.tsqltypes import sql_type as tsql_type
+from applier.dialects.batches import separators
 from applier.errors import ConfigError
 
 DIALECTS = ("tsql", "postgres")
@@ -79,9 +80,13 @@ class _Reader:
         self.fold = dialect == "tsql"  # T-SQL names compare ignoring case
         self.text = _blank_psql(text) if dialect == "postgres" else text
         # T-SQL's batch separator (a client command, not SQL): blanked, a statement ends there
-        self.go = [m.start() for m in _GO.finditer(self.text)] if dialect == "tsql" else []
-        if self.go:
-            self.text = _GO.sub(lambda m: " " * len(m.group(0)), self.text)
+        seps = separators(self.text) if dialect == "tsql" else []
+        self.go = [sep.start for sep in seps]
+        parts, at = [], 0
+        for sep in seps:  # blanked in place: offsets and lines stay the script's
+            parts += [self.text[at : sep.start], " " * (sep.end - sep.start)]
+            at = sep.end
+        self.text = "".join(parts) + self.text[at:]
         self.newlines = [m.start() for m in re.finditer("\n", self.text)]
         self.tables: dict[str, RawTable] = {}  # by _table_key
         self.order: list[str] = []
@@ -608,9 +613,6 @@ def read_ddl_file(path: str, dialect: str, tables: Sequence[str] | None = None) 
 
 
 # -- helpers -----------------------------------------------------------------------------
-_GO = re.compile(r"(?im)^[ \t]*GO(?:[ \t]+\d+)?[ \t]*(?:--[^\n]*)?$")
-
-
 def _blank_psql(text: str) -> str:
     """psql's backslash commands (\\copy, \\set...) blanked, the lines kept."""
     return re.sub(r"(?m)^[ \t]*\\.*$", lambda m: " " * len(m.group(0)), text)

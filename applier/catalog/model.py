@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from applier.articles import Article, Column, SqlType, parse_type
-from applier.errors import ConfigError
+from applier.errors import ConfigError, did_you_mean
 
 # The type a computed column is given in the article: it is never replicated or created.
 COMPUTED_TYPE = parse_type("nvarchar(max)")
@@ -107,13 +107,8 @@ def select_tables(
         exact = [t for t in tables if t.qualified == name]
         found = exact or [t for t in tables if t.qualified.lower() == name.lower()]
         if not found:
-            import difflib
-
             names = [t.qualified for t in tables]
-            close = difflib.get_close_matches(name, names, n=3) or difflib.get_close_matches(
-                name.lower(), [n.lower() for n in names], n=3
-            )
-            hint = f"did you mean {', '.join(close)}?" if close else f"{len(names)} table(s) in the schema"
+            hint = did_you_mean(name, names, n=3, quote=False) or f"{len(names)} table(s) in the schema"
             problems.append(f"{source}: no table {name} ({hint})")
         elif found[0] not in out:
             out.append(found[0])

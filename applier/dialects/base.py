@@ -197,6 +197,15 @@ class Dialect(SchemaStatements):
         """A string literal holding text (templates use it for table and key texts)."""
         raise NotImplementedError
 
+    # -- scripts a DBA runs by hand (applier.repro.sqlscript) -------------------------
+    BEGIN_SQL: ClassVar[str] = "BEGIN"  # opens a transaction
+
+    def bool_literal(self, value: bool) -> str:
+        raise NotImplementedError
+
+    def bytes_literal(self, value: bytes) -> str:
+        raise NotImplementedError
+
     # -- errors ----------------------------------------------------------------------
     def unsupported(self, what: str) -> UnsupportedError:
         return UnsupportedError(f"{self.name}: {what}")

@@ -135,6 +135,12 @@ class PostgresDialect(Dialect):
         """A string literal (standard_conforming_strings is on since PostgreSQL 9.1)."""
         return "'" + text.replace("'", "''") + "'"
 
+    def bool_literal(self, value: bool) -> str:
+        return "TRUE" if value else "FALSE"
+
+    def bytes_literal(self, value: bytes) -> str:
+        return f"'\\x{value.hex()}'"  # bytea's hex format
+
     def template_context(self, article: Article, op: str) -> dict[str, Any]:
         ctx = super().template_context(article, op)
         # A dollar-quote tag that no identifier of the article contains.

@@ -43,6 +43,7 @@ from typing import Any, ClassVar
 
 from applier.articles import Article, SqlType, Syntax
 from applier.dialects.base import OPS, Classified, ConflictClass, Dialect
+from applier.dialects.batches import split_batches
 
 ROW_NOT_FOUND = 20598
 ROW_NOT_FOUND_THROWN = 120598  # THROW's number in the stand-in sp_MSreplraiserror (support_sql)
@@ -73,7 +74,6 @@ _LOST_STATE_PREFIX = "08"
 # FreeTDS's "Unexpected EOF from the server" (TDSESEOF): the server closed the socket mid-reply.
 _FREETDS_EOF = 20017
 
-_GO_RE = re.compile(r"^[ \t]*go[ \t]*(?:--.*)?$", re.IGNORECASE | re.MULTILINE)
 _SAVEPOINT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
 _SYSNAME_MAX = 128
 # Largest non-max lengths SQL Server accepts.
@@ -270,6 +270,14 @@ class TsqlDialect(Dialect):
             raise self.unsupported(f"string literal with a NUL character: {text!r}")
         return "N'" + text.replace("'", "''") + "'"
 
+    BEGIN_SQL: ClassVar[str] = "BEGIN TRANSACTION"
+
+    def bool_literal(self, value: bool) -> str:
+        return "1" if value else "0"  # bit
+
+    def bytes_literal(self, value: bytes) -> str:
+        return f"0x{value.hex()}"
+
     # -- types -----------------------------------------------------------------------
     def type_sql(self, t: SqlType) -> str:
         if t.length is not None and t.base in _MAX_LENGTH:
@@ -362,7 +370,7 @@ class TsqlDialect(Dialect):
 
     def split_script(self, text: str) -> list[str]:
         """Batches of a script separated by GO lines (as sqlcmd and SSMS split them)."""
-        return [b.strip("\n") for b in _GO_RE.split(text) if b.strip()]
+        return split_batches(text)
 
     # -- calls -----------------------------------------------------------------------
     def key_hash_sql(self, article: Article) -> str:

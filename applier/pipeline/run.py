@@ -202,21 +202,21 @@ def run(
             for sub in subs:
                 out.append(
                     _subscription(
-                        spark,
-                        config,
-                        cs,
-                        schemas,
-                        events,
-                        sub,
-                        endpoints[sub.name],
-                        wd,
-                        custom_sql,
-                        idents[sub.name],
-                        held.get(sub.name),
-                        say,
-                        progress or (lambda *_: None),
-                        read_seconds,
-                        explain_resets,
+                        spark=spark,
+                        config=config,
+                        cs=cs,
+                        schemas=schemas,
+                        events=events,
+                        sub=sub,
+                        endpoint=endpoints[sub.name],
+                        wd=wd,
+                        custom_sql=custom_sql,
+                        ident=idents[sub.name],
+                        held=held.get(sub.name),
+                        say=say,
+                        progress=progress or (lambda *_: None),
+                        read_seconds=read_seconds,
+                        explain_resets=explain_resets,
                     )
                 )
                 read_seconds = 0.0  # the stream is read once, for the first subscription
@@ -236,6 +236,7 @@ def run(
 
 
 def _subscription(
+    *,  # fifteen arguments: by name
     spark: SparkSession,
     config: Config,
     cs: ChangeSet,

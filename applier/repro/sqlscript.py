@@ -24,11 +24,10 @@ from applier.plan.calls import Planner
 
 def literal(dialect: Dialect, value: Any) -> str:
     """A bound value as a SQL literal of the dialect."""
-    tsql = dialect.language == "tsql"
     if value is None:
         return "NULL"
     if isinstance(value, bool):
-        return ("1" if value else "0") if tsql else ("TRUE" if value else "FALSE")
+        return dialect.bool_literal(value)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
@@ -39,8 +38,7 @@ def literal(dialect: Dialect, value: Any) -> str:
     if isinstance(value, decimal.Decimal):
         return format(value, "f")
     if isinstance(value, bytes | bytearray | memoryview):
-        h = bytes(value).hex()
-        return f"0x{h}" if tsql else f"'\\x{h}'"
+        return dialect.bytes_literal(bytes(value))
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return dialect.literal(value.isoformat())
     return dialect.literal(str(value))
@@ -138,7 +136,7 @@ def interleaved(
         "-- applier's progress rows are not needed and left out.",
         "",
     ]
-    begin = "BEGIN TRANSACTION" if dialect.language == "tsql" else "BEGIN"
+    begin = dialect.BEGIN_SQL
     end = dialect.STATEMENT_END
     open_tx: set[int] = set()
     for st in schedule:

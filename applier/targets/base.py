@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from applier.errors import TargetError
+from applier.errors import TargetError, did_you_mean
 from applier.targets.endpoint import Endpoint, preflight
 
 if TYPE_CHECKING:
@@ -78,11 +78,8 @@ class Target(abc.ABC):
         if text in ("postgres-container", "mssql"):
             return BACKENDS[text]()
         if "=" not in text and re.fullmatch(r"[\w.\-]{1,40}", text):  # a misspelt name? (a word: no secret)
-            import difflib
-
             names = ["embedded", "babelfish", "postgres-container", "mssql"]
-            close = difflib.get_close_matches(text.lower(), names, n=1, cutoff=0.6)
-            hint = f"did you mean {close[0]!r}?" if close else f"the names are {', '.join(names)}"
+            hint = did_you_mean(text, names) or f"the names are {', '.join(names)}"
             raise TargetError(
                 f"bad ODBC connection string {text!r}: neither a target name nor key=value pairs; {hint}"
             )

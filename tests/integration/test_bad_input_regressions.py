@@ -237,9 +237,16 @@ def test_known_bad_input_is_refused_before_anything_is_applied(
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="as root only: chmod 000 stops no one, a folder does")
-def test_unreadable_as_root_is_tested_with_a_folder_where_the_file_belongs():
-    """Reading permissions cannot be tested as root (root reads a 000 file): the folder cases
-    above and tests/unit/test_input_files.py::test_unreadable_file (skipped as root) cover it."""
+def test_unreadable_as_root_is_tested_with_a_folder_where_the_file_belongs(tmp_path):
+    """Reading permissions cannot be tested as root (root reads a 000 file; as anyone else
+    tests/unit/test_input_files.py::test_unreadable_file does): an input that cannot be read as a
+    file is tested with a folder in its place, for every input the run reads."""
+    f = tmp_path / "c.jsonl"
+    f.write_text("{}\n")
+    f.chmod(0)
+    assert f.read_text() == "{}\n"  # the premise: as root, mode 000 makes nothing unreadable
+    folders = {name for _, files, *_ in CASES for name, content in files.items() if content is FOLDER}
+    assert {"c.toml", "ch.jsonl", "sn.jsonl"} <= folders  # the configuration, changes and snapshot
 
 
 def test_generate_out_that_is_a_file_is_refused_before_spark(tmp_path, capsys):

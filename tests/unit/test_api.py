@@ -30,6 +30,19 @@ def test_import_applier_exposes_the_api_without_loading_it():
         applier.nothing  # noqa: B018
 
 
+def test_every_public_name_resolves_from_applier_and_from_the_api():
+    """``applier.__all__`` is ``applier.api.__all__``, and every name in it is there: once
+    ``applier.Config`` raised AttributeError, listed by the API and not by the package."""
+    from applier import api
+
+    assert sorted(applier.__all__) == sorted(api.__all__)
+    for name in api.__all__:
+        assert getattr(applier, name) is getattr(api, name), name
+    namespace: dict[str, object] = {}
+    exec("from applier import *", namespace)  # what __all__ promises a star import
+    assert {n for n in namespace if not n.startswith("__")} == set(api.__all__)
+
+
 @pytest.mark.parametrize(
     "spec,cls",
     [

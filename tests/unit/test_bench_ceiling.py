@@ -7,7 +7,7 @@ from applier.bench.stream import BenchStream, changes, snapshot, transactions
 
 
 def test_stream_is_in_commit_order_and_only_updates():
-    cfg = BenchStream(commands=2_000, rows=200, transaction_size=50).config()
+    cfg = BenchStream.of(commands=2_000, rows=200, transaction_size=50).config()
     cs = list(changes(cfg))
     assert len(cs) == 2_000
     assert [c[0] for c in cs] == sorted(c[0] for c in cs)
@@ -17,7 +17,7 @@ def test_stream_is_in_commit_order_and_only_updates():
 
 
 def test_chunks_keep_every_call_once_per_round_within_the_parameter_limit():
-    cfg = BenchStream(commands=3_000, rows=300, transaction_size=30, commit_batch_size=20).config()
+    cfg = BenchStream.of(commands=3_000, rows=300, transaction_size=30, commit_batch_size=20).config()
     planned = plan_stream(cfg, "postgres", changes(cfg))
     assert len(planned) == 3_000
     assert max(p.round for p in planned) == 4  # 100 transactions, 20 per round

@@ -54,3 +54,25 @@ def test_workers_are_the_python_descendants_only():
         other.kill()
         py.wait()
         other.wait()
+
+
+def test_cpu_of_a_tree_counts_a_child_while_it_runs_and_after_it_is_reaped():
+    """The bench's server CPU: the tree's live members' own time plus their reaped children's."""
+    import subprocess
+    import sys
+
+    from applier.bench.memory import descendants, own_cpu, parent_of, tree_cpu_seconds
+
+    before = tree_cpu_seconds(os.getpid())
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass\nprint(1, flush=True)\ninput()"
+    child = subprocess.Popen(
+        [sys.executable, "-c", burn], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "1"
+        assert child.pid in descendants(os.getpid()) and parent_of(child.pid) == os.getpid()
+        assert own_cpu(child.pid) >= 0.5
+        assert tree_cpu_seconds(os.getpid()) >= before + 0.5  # the child, live
+    finally:
+        child.communicate("\n", timeout=30)
+    assert tree_cpu_seconds(os.getpid()) >= before + 0.5  # the child, reaped: its time is ours

@@ -85,8 +85,9 @@ def test_sync_run_without_ns_still_shows_native():
 
 
 def test_stream_shape_and_split():
-    bs = BenchStream(commands=1_000, rows=50, transaction_size=100)
-    assert bs.transactions == 10
+    bs = BenchStream.of(commands=1_050, rows=50, transaction_size=100)
+    assert bs.workload.transactions == 10 and bs.workload.commands == 1_000  # whole transactions
+    assert BenchStream.of(commands=10, transaction_size=100).workload.transactions == 1  # at least one
     cfg = bs.config(streams=2, subscription="s")
     assert cfg.workload.kind == "updates" and cfg.run.streams == 2 and cfg.run.subscription == "s"
     buckets = [key_bucket("dbo.t", f"[{k}]", 4) for k in range(400)]

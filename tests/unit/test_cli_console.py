@@ -97,6 +97,28 @@ def test_typos_get_a_suggestion(argv, hint, capsys):
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["rnu", "--help"], "applier: error: unknown command 'rnu'; did you mean 'run'?"),
+        (["-v", "shrnk"], "applier: error: unknown command 'shrnk'; did you mean 'shrink'?"),
+        (["frobnicate", "--streams", "2"], "applier: error: unknown command 'frobnicate' ("),
+    ],
+)
+def test_an_unknown_command_is_refused_in_one_line(argv, line, capsys):
+    """Once `applier <unknown> --help` printed run's help and exited 0: run takes no positional
+    argument, so a first word that is no command is refused, with the closest one if any."""
+    assert cli.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(line) and len(err.splitlines()) == 1
+    assert "`applier --help` lists the commands" in err
+
+
+def test_every_command_the_parser_knows_is_a_command_main_accepts():
+    sub = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(sub.choices) == set(cli.COMMANDS)
+
+
 def test_an_unknown_word_gets_no_invented_suggestion(capsys):
     assert cli.main(["run", "--partition", "zzzzzz"]) == 2
     assert "did you mean" not in capsys.readouterr().err

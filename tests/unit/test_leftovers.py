@@ -56,3 +56,18 @@ def test_a_live_runs_folder_and_its_record_are_never_touched(tmp_path: Path) -> 
     assert run.exists() and elsewhere.exists()
     leftovers.remove(run)  # the owner's own exit removes both
     assert not run.exists() and not elsewhere.exists()
+
+
+def test_the_owner_is_told_by_its_start_time_as_the_kernel_counts_it(tmp_path: Path) -> None:
+    """The owner file holds the start time in clock ticks since boot, the kernel's own figure
+    (the text earlier versions wrote, so their live runs' folders stay theirs); the same PID with
+    another start time is a PID reused since: its folders are a dead run's."""
+    folder = leftovers.owned_dir("applier-work-", tmp_path)
+    pid, started = (folder / leftovers.OWNER).read_text(encoding="utf-8").split()
+    kernel = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]  # field 22: the oracle
+    assert (int(pid), started) == (os.getpid(), kernel)
+    assert leftovers.owner_alive(folder)
+    reused = _owned(tmp_path, "applier-work-", f"{pid} {int(started) - 1}\n")
+    assert not leftovers.owner_alive(reused)
+    assert leftovers.clean(tmp_path) == [reused]
+    assert folder.exists()

@@ -47,6 +47,7 @@ ARTS = parse_article_dicts(
 def test_literals(value, pg, tsql):
     assert literal(PG, value) == pg
     assert literal(TSQL, value) == tsql
+    assert literal(DIALECTS["babelfish"](), value) == tsql  # the dialect owns the text: T-SQL's
 
 
 def test_inline_replaces_markers_outside_quotes_only():
