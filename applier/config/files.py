@@ -25,13 +25,10 @@ from applier.config.fileformat import (
     ArticleEntry,
     ConfigFile,
     LoadSection,
-    Loc,
-    Problems,
     RunSection,
     SparkSection,
     SubscriptionEntry,
     WorkloadSection,
-    quiet,
 )
 from applier.config.model import (
     HAZARD_WORKLOADS,
@@ -44,6 +41,7 @@ from applier.config.model import (
     subscription_to_dict,
 )
 from applier.config.policy import ErrorPolicy
+from applier.config.problems import Loc, Problems, quiet
 from applier.errors import ConfigError
 
 if sys.version_info >= (3, 11):

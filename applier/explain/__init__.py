@@ -23,7 +23,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from applier.config import Config
-from applier.partition.dependencies import command_text, dependencies, explain, figures, key_map, touches
+from applier.partition.dependencies import dependencies, key_map, touches
+from applier.partition.figures import command_text, explain, figures
 from applier.partition.strategies import cut
 from applier.pipeline.run import load_stream, reads_input
 from applier.records.schema import ROW_OPS

@@ -32,7 +32,8 @@ from applier.articles import Article
 from applier.config import Config, RunSettings, Subscription
 from applier.distribute.routing import filter_rows, route, sub_articles
 from applier.errors import ApplierError, ConfigError, InputError, stop_of
-from applier.partition.dependencies import dependencies, explain, figures, touches
+from applier.partition.dependencies import dependencies, touches
+from applier.partition.figures import explain, figures
 from applier.partition.strategies import Timed
 from applier.pipeline import cost
 from applier.pipeline.identity import RunIdentity, run_identity

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from applier.partition.dependencies import BY_KIND, KINDS, Figures, constraint_keys, explain, smaller_batches
+from applier.partition.dependencies import BY_KIND, KINDS, constraint_keys
+from applier.partition.figures import Figures, explain, smaller_batches
 from applier.sources.hazards import CHILD, PARENT, ROWS, UNIQ, hazard_articles
 
 ARTS = {a.name: a for a in hazard_articles()}
