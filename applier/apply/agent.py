@@ -30,14 +30,13 @@ from applier.apply.failure import Failure, Row
 from applier.apply.gate import GateClient, meet
 from applier.apply.job import StreamJob
 from applier.apply.pace import LagRecorder, agree_start, commits_of, wait_until
-from applier.apply.policy import LostCommit, apply_serially, commit_surely, send_with_policy
+from applier.apply.policy import LostCommit, apply_serially, commit_surely, reapply, send_with_policy
 from applier.apply.rendezvous import Address
 from applier.apply.sender import Sender, slim
 from applier.apply.share import Share, Shares
 from applier.apply.streams import Streamed, Task, run_streams
 from applier.errors import TargetError
 from applier.plan.calls import Call, Planner
-from applier.sparkenv import executor_id
 from applier.targets.progress import ProgressTable
 
 log = logging.getLogger("applier.apply")
@@ -347,15 +346,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
             stream=s,
             n=n_cmds,
             seconds=time.perf_counter() - t_start,
-            message=json.dumps(
-                {
-                    "sql_seconds": round(sender.sql_seconds, 4),
-                    "barrier_wait_seconds": round(wait_s, 4),
-                    "round_trips": sender.round_trips,
-                    "reconnects": sender.reconnects,
-                    "executor": executor_id(),  # which executor (and host) ran this stream
-                }
-            ),
+            message=sender.figures(barrier_wait_seconds=round(wait_s, 4)),
         )
         ev.steps(s, sender.steps)
         yield from ev.drain()
@@ -379,24 +370,14 @@ def _reapply(
         )
         for st, rows in sorted(by_stream.items())
     ]
-    skipped, failure = apply_serially(sender, calls, tail, job.retry, skip)
-    if failure is None:
-        failpoints.reach("apply.reapply")
 
-        def landed() -> bool:
-            seen = progress.read(sender.conn.cursor(), job.subscription)
-            return all(st in seen and seen[st][1] >= r for st in by_stream)
+    def landed() -> bool:
+        seen = progress.read(sender.conn.cursor(), job.subscription)
+        return all(st in seen and seen[st][1] >= r for st in by_stream)
 
-        try:
-            commit_surely(
-                sender,
-                landed,
-                lambda: apply_serially(sender, calls, tail, job.retry, skip)[1],
-                job.retry.attempts,
-                f"round {r} on the single connection",
-            )
-        except LostCommit as e:
-            failure = Failure("other", "08S01", str(e), None, sender.stream, True, True)
+    skipped, failure = reapply(
+        sender, calls, tail, job.retry, skip, landed, f"round {r} on the single connection"
+    )
     if failure is None:
         failpoints.reach("apply.reapplied")
         t_done = time.time()

@@ -27,12 +27,11 @@ from applier.apply.events import Events
 from applier.apply.failure import Failure, Row
 from applier.apply.gate import GateClient, meet
 from applier.apply.job import StreamJob
-from applier.apply.policy import LostCommit, apply_serially, commit_surely, send_with_policy
+from applier.apply.policy import reapply, send_with_policy
 from applier.apply.rendezvous import Address
 from applier.apply.sender import Sender, slim
 from applier.apply.streams import Streamed, Task, run_streams
 from applier.plan.calls import Call, Planner
-from applier.sparkenv import executor_id
 from applier.targets.progress import ProgressTable
 
 DEPENDENCY_WAIT_S = 30.0
@@ -206,15 +205,7 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
             stream=s,
             n=n_cmds,
             seconds=time.perf_counter() - t_start,
-            message=json.dumps(
-                {
-                    "sql_seconds": round(sender.sql_seconds, 4),
-                    "deferred": len(deferred),
-                    "round_trips": sender.round_trips,
-                    "reconnects": sender.reconnects,
-                    "executor": executor_id(),  # which executor (and host) ran this stream
-                }
-            ),
+            message=sender.figures(deferred=len(deferred)),
         )
         ev.steps(s, sender.steps)
         yield from ev.drain()
@@ -267,22 +258,12 @@ def _apply_deferred(
             for st, lsn in sorted(by_stream.items())
         ]
 
+        def landed(by_stream: dict[int, int] = by_stream) -> bool:
+            seen = table.read(sender.conn.cursor(), job.subscription)
+            return all(st in seen and seen[st][0] >= lsn for st, lsn in by_stream.items())
+
         t_exec = time.time()
-        skipped, failure = apply_serially(sender, calls, tail, job.retry, skip)
-        if failure is None:
-            failpoints.reach("apply.reapply")
-
-            def landed(by_stream: dict[int, int] = by_stream) -> bool:
-                seen = table.read(sender.conn.cursor(), job.subscription)
-                return all(st in seen and seen[st][0] >= lsn for st, lsn in by_stream.items())
-
-            def again(calls: list[tuple[Row, Call]] = calls, tail: list[Call] = tail) -> Failure | None:
-                return apply_serially(sender, calls, tail, job.retry, skip)[1]
-
-            try:
-                commit_surely(sender, landed, again, job.retry.attempts, f"transaction {x}")
-            except LostCommit as e:
-                failure = Failure("other", "08S01", str(e), None, sender.stream, True, True)
+        skipped, failure = reapply(sender, calls, tail, job.retry, skip, landed, f"transaction {x}")
         if failure is None:
             failpoints.reach("apply.reapplied")
             ev.committed(txn, skipped, "reapplied", t_exec, time.time())

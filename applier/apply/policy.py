@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from applier import failpoints
 from applier.apply.failure import Failure, Row, short
 from applier.apply.sender import Sender
 from applier.plan.calls import Call
@@ -145,4 +146,31 @@ def _each(
             why = f"{fail.message} -- not skipped: {rb.message}"
             return skipped, dataclasses.replace(fail, message=short(why, 1200))
         skipped.append((row, fail))
+    return skipped, None
+
+
+def reapply(
+    sender: Sender,
+    calls: Sequence[tuple[Row, Call]],
+    tail: Sequence[Call],
+    retry: RetryPolicy,
+    skip: SkipRule,
+    landed: Callable[[], bool],
+    what: str,
+) -> tuple[list[tuple[Row, Failure]], Failure | None]:
+    """The single-connection re-apply, committed: :func:`apply_serially`, then
+    :func:`commit_surely` (``landed`` reads whether a commit whose connection was lost reached
+    the server; if not, the work is applied again). A commit that could not be made sure of is
+    a failure with its connection lost. Both apply models re-apply through it: the agent a
+    reset round, the independent model each deferred transaction."""
+    skipped, failure = apply_serially(sender, calls, tail, retry, skip)
+    if failure is not None:
+        return skipped, failure
+    failpoints.reach("apply.reapply")
+    try:
+        commit_surely(
+            sender, landed, lambda: apply_serially(sender, calls, tail, retry, skip)[1], retry.attempts, what
+        )
+    except LostCommit as e:
+        return skipped, Failure("other", "08S01", str(e), None, sender.stream, True, True)
     return skipped, None

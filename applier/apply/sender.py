@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -126,6 +127,22 @@ class Sender(Blame):
         self._texts: dict[tuple[str, ...], str] = {}
         self._batch_cursor: Any = None
         self._cursor_of: Any = None
+
+    def figures(self, **extra: Any) -> str:
+        """This connection's figures for its stream's summary event, as JSON: SQL seconds,
+        ``extra`` (the apply model's own), round trips, reconnects and which executor (and
+        host) ran the stream."""
+        from applier.sparkenv import executor_id
+
+        return json.dumps(
+            {
+                "sql_seconds": round(self.sql_seconds, 4),
+                **extra,
+                "round_trips": self.round_trips,
+                "reconnects": self.reconnects,
+                "executor": executor_id(),
+            }
+        )
 
     def attach(self, gate: GateClient | None) -> None:
         """Take turns at ``gate`` (None: run free)."""
