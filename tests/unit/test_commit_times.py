@@ -150,3 +150,31 @@ def test_a_resumed_paced_run_starts_its_clock_at_the_first_round_left() -> None:
     resumed = agree_start(gather_of(4, 6), 0.05, pace, 4)
     assert resumed == pytest.approx(fresh - pace.round_due(4), abs=0.05)
     assert resumed + pace.round_due(5) - time.time() < 0.2  # round 5 is due about now, not in 0.5 s
+
+
+def test_the_html_says_a_replay_at_the_capture_s_pace() -> None:
+    from applier.report.charts.lag import load_section
+
+    load = {
+        "rate": None,
+        "pace": "source",
+        "speed": 2.0,
+        "source_seconds": 1.6,
+        "source_rate": 30.0,
+        "round_size": 6,
+        "throughput": 29.5,
+        "window_seconds": 1.62,
+        "schedule": {
+            "rounds": 12,
+            "start_after_due": {"min": 0.0001, "p50": 0.0003, "p99": 0.007, "max": 0.007},
+        },
+        "lag": {"transactions": 48, "percentiles": {"p50": 0.05, "max": 0.14}, "per_round": [], "curve": []},
+    }
+    page = str(load_section(load))
+    assert "replayed at the capture&#39;s commit times (x2: 1.6 s, 30.0 tps)" in page or (
+        "replayed at the capture's commit times (x2: 1.6 s, 30.0 tps)" in page
+    ), page[:400]
+    assert "rounds of up to 6 transactions" in page
+    assert "0.000 s (p50) and 0.007 s (max) after due" in page
+    rated = str(load_section({**load, "pace": None, "rate": 150.0, "schedule": None}))
+    assert "paced at 150.0 tps" in rated and "up to" not in rated and "after due" not in rated
