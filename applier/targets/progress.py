@@ -19,9 +19,8 @@ the barrier's place among the stream's barriers, last_lsn = its lsn, last_round 
 A barrier's row commits in the transaction of its effect (the ALTER TABLE and the procedures,
 the statement, the procedure call), so a resumed run skips exactly the barriers it shows.
 
-The statements are templates of each
-dialect (``sql/<dialect>/progress_*``, ``run_*``, ``sql/common/``); this module is the one
-place that runs them.
+The statements are templates of each dialect (``sql/<dialect>/progress_*``, ``run_*``,
+``sql/common/``); this module is the one place that runs them.
 """
 
 from __future__ import annotations
