@@ -14,7 +14,10 @@ The names, in the order a run passes them: ``generate.lane`` (a generator lane s
 batch sent, not committed), ``load.constraints``, ``load.done``, ``apply.share`` (a
 stream's share sent, not committed), ``apply.commit`` (a stream committed its round: the
 others may not have), ``apply.reapply`` (a reset round re-applied on one connection, not
-committed), ``apply.reapplied`` (committed), ``apply.done``, ``verify.read``; and
+committed), ``apply.reapplied`` (committed), ``barrier.apply`` (a schema change,
+statement or procedure between segments sent with its watermark, not committed),
+``barrier.applied`` (committed, the next segment not begun), ``apply.done``,
+``verify.read``; and
 ``applier capture``'s ``capture.written`` (a batch written and fsynced to ``--out``, not yet
 confirmed on the slot).
 

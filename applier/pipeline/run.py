@@ -38,7 +38,14 @@ from applier.partition.strategies import Timed
 from applier.pipeline import cost
 from applier.pipeline.identity import RunIdentity, run_identity
 from applier.pipeline.schedule import conflict_rows, read_schedule, schedule_rows
-from applier.pipeline.segments import Applied, Plan, Settings, apply_segments, plan_barriers
+from applier.pipeline.segments import (
+    Applied,
+    Plan,
+    Settings,
+    apply_segments,
+    forget_segments,
+    plan_barriers,
+)
 from applier.records.events import Schemas
 from applier.records.schema import EVENT_OPS
 from applier.results import ApplySummary, Check, RunResult, SubscriptionResult
@@ -189,11 +196,6 @@ def run(
                     if cs.events is not None
                     else cs.changes.where(F.col("op").isin(*EVENT_OPS)).orderBy("lsn").collect()
                 )
-            if held and events:
-                raise InputError(
-                    f"{changes}: --resume cannot continue a stream with schema changes, statements or "
-                    "applied procedures (they are applied once, between segments)"
-                )
             read_seconds = time.perf_counter() - t
             for s in subs:
                 if s.name in held:
@@ -319,17 +321,22 @@ def _subscription(
     with cost.phase("plan"):
         plan = Plan() if whole else plan_barriers(routed, events, sub, full_copy)
     job = stream_job(config, sub, endpoint, first, set_apply=set_apply, segmented=bool(plan.barriers))
+    # the earlier run applied some of the stream here: its progress rows, and its barriers' (every
+    # schema change, statement and procedure commits its own with its effect), say what
+    resuming = held is not None and held.phase in (APPLYING, APPLIED)
     st = Settings(
         sub.name,
         rs.commit_batch_size,
         rs.partition,
         rs.model,
         job,
-        held is not None,
+        resuming,
         size_hint=_size_hint(config, cs, ident, routing),
         timed=_timed(config, cs),
     )
     known = cs.stats if whole else None
+    if plan.barriers and not resuming:  # rows an older run of the subscription left
+        forget_segments(endpoint, sub.name, plan)
     _record(endpoint, sub.name, ident, APPLYING, loaded)
     applied = apply_segments(spark, routed, schemas, sub, st, plan, wd, say, progress, known)
     if not applied.fatal:

@@ -10,8 +10,12 @@ segment.
 
 A barrier inside a transaction splits that transaction's commit at the subscriber; the end
 state is the same. Each segment keeps its own progress rows (``<subscription>/<k>``) because
-round numbers start again at 0 in every segment. Barrier events are collected to the driver
-(there are few); row commands never are.
+round numbers start again at 0 in every segment, and each barrier commits its own row
+(``<subscription>/barriers``) with its effect (``apply.barriers``). A resumed run goes through
+the same segments: the streams skip the rounds their rows show committed (every round of a
+segment that finished), the barriers their rows show applied (a statement recorded as sent as
+rows stays so), and the rest is applied. Barrier events are collected to the driver (there are
+few); row commands never are.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from applier.records.events import AppliedProcedure, Schemas, SqlStatement
 from applier.sources.dataset import StreamStats
 from applier.sparkenv import cache_level, without_aqe
 from applier.targets.endpoint import Endpoint
-from applier.targets.progress import ProgressTable
+from applier.targets.progress import APPLIED_HERE, BarrierMark, ProgressTable, segment_name
 
 log = logging.getLogger("applier.pipeline")
 Say = Callable[[str], None]
@@ -136,7 +140,7 @@ class Settings:
     strategy: str
     model: str
     job: StreamJob  # the template every segment's job is made from (streams, policies)
-    resume: bool = False
+    resume: bool = False  # an earlier run of the same stream applied some of it here
     size_hint: int | None = None  # commands the stream holds, when known before reading it
     timed: Timed | None = None  # --pace source: rounds cut, and due, on the capture's clock
 
@@ -202,7 +206,7 @@ def _segment(
     if made is None:
         return None
     planned, n_rounds, feed, commands, schedule = made
-    name = st.name if k == 0 else f"{st.name}/{k}"
+    name = segment_name(st.name, k)
     endpoint = st.job.endpoint
     n = st.job.streams
     job = replace(st.job, articles=articles, subscription=name, rounds=n_rounds, feed=feed, commands=commands)
@@ -277,15 +281,6 @@ def _plan(
     )
     if not n_rounds:
         return None
-    name = st.name if k == 0 else f"{st.name}/{k}"
-    endpoint = st.job.endpoint
-    if k > 0 and not st.resume:
-        conn = endpoint.connect()
-        try:
-            ProgressTable(endpoint.dialect).clear(conn.cursor(), name)
-            conn.commit()
-        finally:
-            conn.close()
     # The agent's procedure calls are planned from typed value columns (plan.columns).
     values = st.model == "agent" and not st.job.set_apply
     laid_out = lay_out(parted, n, articles, values)
@@ -307,6 +302,39 @@ def _plan(
     return planned, n_rounds, feed, commands, schedule
 
 
+def forget_segments(endpoint: Endpoint, name: str, plan: Plan) -> None:
+    """A new apply of subscription ``name`` (not a resumed one): forget the progress rows of later
+    segments and of barriers that an earlier run of the subscription left. Called before the
+    phase ``applying`` is recorded: a resume from that phase trusts the rows it finds."""
+    conn = endpoint.connect()
+    try:
+        ProgressTable(endpoint.dialect).forget_segments(conn.cursor(), name, len(plan.barriers) + 1)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _applied_barriers(endpoint: Endpoint, name: str, plan: Plan) -> dict[int, int]:
+    """The barriers an earlier run applied (their place -> outcome), each checked to be the same
+    event (its lsn)."""
+    conn = endpoint.connect()
+    try:
+        held = ProgressTable(endpoint.dialect).read_barriers(conn.cursor(), name)
+        conn.commit()
+    finally:
+        conn.close()
+    out = {}
+    for i, (lsn, outcome) in sorted(held.items()):
+        want = int(plan.barriers[i]["lsn"]) if i < len(plan.barriers) else None
+        if want != lsn:
+            raise ApplierError(
+                f"--resume: {endpoint.description} records barrier {i} of {name!r} at lsn {lsn}, the "
+                f"stream has {'none' if want is None else f'lsn {want}'} there"
+            )
+        out[i] = outcome
+    return out
+
+
 def apply_segments(
     spark: SparkSession,
     routed: DataFrame,
@@ -320,10 +348,12 @@ def apply_segments(
     known: StreamStats | None = None,
 ) -> Applied:
     """Apply ``routed`` (the subscription's row commands; barrier events may be among them) in
-    segments cut at ``plan.barriers``. ``known`` as for :func:`_segment` (one segment only)."""
+    segments cut at ``plan.barriers``. ``known`` as for :func:`_segment` (one segment only).
+    ``st.resume``: skip what an earlier run recorded applied (rounds and barriers)."""
     out = Applied()
     for folder in clear_feeds(work_dir, st.name):
         log.info("removed %s: the rows a killed run had laid out for its streams", folder)
+    done = _applied_barriers(st.job.endpoint, st.name, plan) if st.resume and plan.barriers else {}
     versions: dict[str, int] = {n: 1 for n in schemas.versions}
     committed: list[int] = []
     lo: int | None = None
@@ -333,7 +363,7 @@ def apply_segments(
         if plan.barriers or "source_op" in routed.columns
         else routed
     )
-    for b in [*plan.barriers, None]:
+    for i, b in enumerate([*plan.barriers, None]):
         hi = None if b is None else int(b["lsn"])
         seg = rows
         if lo is not None:
@@ -359,7 +389,8 @@ def apply_segments(
                 )
                 k += 1
         if b is not None and not out.fatal:
-            _barrier(b, sub, st, schemas, versions, articles, plan, committed, out, say)
+            mark = BarrierMark(st.name, i, int(b["lsn"]))
+            _barrier(b, mark, done.get(i), sub, st, schemas, versions, articles, plan, committed, out, say)
         lo = hi
     if committed:
         stated = routed.where(F.col("statement").isin(committed) & F.col("op").isin("I", "U", "D")).select(
@@ -387,6 +418,8 @@ def _conformed(events: DataFrame) -> DataFrame:
 
 def _barrier(
     b: Any,
+    mark: BarrierMark,
+    held: int | None,
     sub: Subscription,
     st: Settings,
     schemas: Schemas,
@@ -397,16 +430,20 @@ def _barrier(
     out: Applied,
     say: Say,
 ) -> None:
+    """Apply one barrier with its watermark ``mark``; ``held``: the outcome an earlier run
+    recorded for it (None: not applied yet), which is kept, not applied again."""
     endpoint = st.job.endpoint
-    lsn = int(b["lsn"])
+    lsn = mark.lsn
+    again = "" if held is None else " (applied before the resume: skipped)"
     if b["op"] == "DDL":
         name, v = b["article"], int(b["schema_version"])
         old = next(a for a in sub_articles(schemas, sub, versions) if a.name == name)
         versions[name] = v
         new = next(a for a in sub_articles(schemas, sub, versions) if a.name == name)
         stmts = schema_change_sql(endpoint, old, new)
-        say(f"{sub.name}: schema change of {name} to version {v} ({len(stmts)} statements)")
-        apply_schema_change(endpoint, stmts)
+        say(f"{sub.name}: schema change of {name} to version {v} ({len(stmts)} statements){again}")
+        if held is None:
+            apply_schema_change(endpoint, stmts, mark)
         out.schema_changes.append(
             {
                 "lsn": b["lsn"],
@@ -419,14 +456,21 @@ def _barrier(
         )
     elif b["op"] == "PROC":
         proc = AppliedProcedure.parse(json.loads(b["after"]), f"lsn {lsn}")
-        call_procedure(endpoint, proc, ProgressTable.upsert_params(f"{st.name}/proc", 0, lsn, 0))
+        if held is None:
+            call_procedure(endpoint, proc, mark)
+        else:
+            say(f"{sub.name}: applied procedure {proc.procedure} at lsn {lsn}{again}")
     else:
         entry = next(e for e in plan.statements if e["lsn"] == lsn)
         stmt = SqlStatement.parse(json.loads(b["after"]), f"lsn {lsn}")
-        article = next(a for a in articles if a.name == b["article"])
-        ok, n_sub, why = apply_statement(
-            endpoint, article, stmt, ProgressTable.upsert_params(f"{st.name}/sql", 0, lsn, len(committed))
-        )
+        if held is None:
+            article = next(a for a in articles if a.name == b["article"])
+            ok, n_sub, why = apply_statement(endpoint, article, stmt, mark)
+        else:  # committed only where its row count equalled rs_rowcount
+            ok = held == APPLIED_HERE
+            n_sub = stmt.rowcount if ok else None
+            why = "rolled back before the resume: its rows are applied instead"
+            say(f"{sub.name}: rs_sqldml at lsn {lsn}: sent as {'a statement' if ok else 'rows'}{again}")
         entry["subscriber_rowcount"] = n_sub
         if ok:
             committed.append(lsn)

@@ -9,9 +9,18 @@ the Distribution Agent keeps its subscription watermark: a rerun after a crash s
 there (nothing lost, nothing applied twice), the ``independent`` model's writeset
 dependencies wait on it, and the console's progress bar reads it. The run row says which run
 those rows belong to (its settings and their digest) and the phase it reached, so that
-``--resume`` continues only that run, from that phase. The statements are templates of each
-dialect (``sql/<dialect>/progress_*``, ``run_*``, ``sql/common/``); this module is the one
-place that runs them.
+``--resume`` continues only that run, from that phase.
+
+A stream cut into segments (``applier.pipeline.segments``) keeps, beside segment 0's rows under
+the subscription's own name, each later segment's under ``<subscription>/<k>`` (its rounds
+count from 0 again), and one row per barrier event under ``<subscription>/barriers``: stream =
+the barrier's place among the stream's barriers, last_lsn = its lsn, last_round = its outcome
+(:data:`APPLIED_HERE`, or :data:`AS_ROWS`: a statement rolled back, its rows applied instead).
+A barrier's row commits in the transaction of its effect (the ALTER TABLE and the procedures,
+the statement, the procedure call), so a resumed run skips exactly the barriers it shows.
+
+The statements are templates of each dialect (``sql/<dialect>/progress_*``, ``run_*``,
+``sql/common/``); this module is the one place that runs them.
 """
 
 from __future__ import annotations
@@ -28,6 +37,34 @@ from applier.dialects.base import Dialect
 # procedures created; the snapshot wholly loaded (with its row count); the streams applying;
 # every round applied.
 STARTED, INSTALLED, LOADED, APPLYING, APPLIED = "started", "installed", "loaded", "applying", "applied"
+
+# A barrier's outcome, in its progress row's last_round: its effect committed at the subscriber;
+# a statement whose row count differed (or that failed), rolled back: its rows are applied instead.
+APPLIED_HERE, AS_ROWS = 1, 0
+
+
+def segment_name(subscription: str, k: int) -> str:
+    """The name segment ``k``'s progress rows carry (segment 0: the subscription's own)."""
+    return subscription if k == 0 else f"{subscription}/{k}"
+
+
+def barriers_name(subscription: str) -> str:
+    """The name the subscription's barrier rows carry."""
+    return f"{subscription}/barriers"
+
+
+@dataclass(frozen=True)
+class BarrierMark:
+    """The watermark of one barrier event: its progress row, written in the transaction of its
+    effect."""
+
+    subscription: str
+    index: int  # its place among the stream's barriers (0, 1, ...)
+    lsn: int
+
+    def params(self, outcome: int) -> tuple[Any, ...]:
+        """The parameters of :attr:`ProgressTable.upsert_sql` recording ``outcome``."""
+        return ProgressTable.upsert_params(barriers_name(self.subscription), self.index, self.lsn, outcome)
 
 
 @dataclass(frozen=True)
@@ -77,6 +114,17 @@ class ProgressTable:
         """stream -> (last lsn, last round) committed."""
         cur.execute(self.select_sql, subscription)
         return {int(s): (int(lsn), int(rnd)) for s, lsn, rnd in cur.fetchall()}
+
+    def forget_segments(self, cur: Any, subscription: str, segments: int) -> None:
+        """Forget the progress of segments 1 .. ``segments`` - 1 and of every barrier: a new apply
+        of the subscription (segment 0's rows are the install's to clear)."""
+        for k in range(1, segments):
+            self.clear(cur, segment_name(subscription, k))
+        self.clear(cur, barriers_name(subscription))
+
+    def read_barriers(self, cur: Any, subscription: str) -> dict[int, tuple[int, int]]:
+        """The barriers an earlier run applied: their place -> (lsn, outcome)."""
+        return self.read(cur, barriers_name(subscription))
 
     def last_round(self, cur: Any, subscription: str) -> int | None:
         """The last round any stream of the subscription committed (None: none yet)."""

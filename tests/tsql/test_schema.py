@@ -26,6 +26,7 @@ from applier.dialects.base import bit_of
 from applier.dialects.tsql import TsqlDialect
 from applier.records.events import SchemaChange, SqlStatement, apply_change
 from applier.targets.endpoint import Endpoint
+from applier.targets.progress import APPLIED_HERE, AS_ROWS, BarrierMark, barriers_name
 
 D = TsqlDialect()  # the engine's own (Babelfish's flags there): set by the conn fixture
 
@@ -104,14 +105,16 @@ def test_schema_changes_mid_stream(sqlserver: Endpoint, conn: Any) -> None:
 
     # 1. add a column: the procedures take it at once
     v2 = _change(VENDOR, 2, "add_column", "Com]ment 'é'", "nvarchar(30)")
-    apply_schema_change(sqlserver, schema_change_sql(sqlserver, VENDOR, v2))
+    apply_schema_change(
+        sqlserver, schema_change_sql(sqlserver, VENDOR, v2), BarrierMark("schema-docker", 0, 10)
+    )
     assert _column(conn, v2, "Com]ment 'é'") == ("nvarchar", 60, 1)
     _insert(conn, v2, {"VendorID": 3, "Name": "Gamma", "CreditRating": 3, "Com]ment 'é'": "c3"})
     _update(conn, v2, 1, {"Com]ment 'é'": "c1"})
 
     # 2. widen a NOT NULL column: it stays NOT NULL (ALTER COLUMN restates the nullability)
     v3 = _change(v2, 3, "alter_column_type", "CreditRating", "int")
-    apply_schema_change(sqlserver, schema_change_sql(sqlserver, v2, v3))
+    apply_schema_change(sqlserver, schema_change_sql(sqlserver, v2, v3), BarrierMark("schema-docker", 1, 20))
     assert _column(conn, v3, "CreditRating") == ("int", 4, 0)
     _update(conn, v3, 2, {"CreditRating": 100000})  # beyond tinyint
 
@@ -126,7 +129,7 @@ def test_schema_changes_mid_stream(sqlserver: Endpoint, conn: Any) -> None:
         cur.execute(f"CREATE STATISTICS [ST_note] ON {t} ({note})")
     conn.commit()
     v4 = _change(v3, 4, "drop_column", "No]te 'x'")
-    apply_schema_change(sqlserver, schema_change_sql(sqlserver, v3, v4))
+    apply_schema_change(sqlserver, schema_change_sql(sqlserver, v3, v4), BarrierMark("schema-docker", 2, 30))
     assert _column(conn, v4, "No]te 'x'") is None
     left = _rows(
         conn,
@@ -159,6 +162,9 @@ def test_schema_changes_mid_stream(sqlserver: Endpoint, conn: Any) -> None:
         D.proc_ref(v4, "I"),
     )
     assert ins == [(len(v4.column_names),)]
+    # each change committed its watermark (place, lsn, outcome) with it
+    marks = _rows(conn, D.progress_select_sql(), barriers_name("schema-docker"))
+    assert sorted(marks) == [(0, 10, APPLIED_HERE), (1, 20, APPLIED_HERE), (2, 30, APPLIED_HERE)]
 
 
 SQLDML = Article(
@@ -178,7 +184,7 @@ def test_rs_sqldml_commits_on_the_publishers_row_count_only(sqlserver: Endpoint,
     conn.commit()
 
     def run(stmt: SqlStatement, lsn: int) -> tuple[bool, int | None, str]:
-        return apply_statement(sqlserver, SQLDML, stmt, ("sqldml-docker", 0, lsn, lsn))
+        return apply_statement(sqlserver, SQLDML, stmt, BarrierMark("sqldml-docker", lsn - 1, lsn))
 
     ok, n, why = run(SqlStatement("U", "C1", 6, set="n = n + 100", where="grp = 'a'"), 1)
     assert (ok, n) == (True, 6), why
@@ -199,8 +205,14 @@ def test_rs_sqldml_commits_on_the_publishers_row_count_only(sqlserver: Endpoint,
         ("b", 4, 7 + 8 + 9 + 10),  # the rolled-back statement left them as they were
         ("c", 4, 7 + 8 + 9 + 10),
     ]
-    progress = _rows(conn, D.progress_select_sql(), "sqldml-docker")
-    assert [r[1] for r in progress] == [4]  # the last statement committed with its progress row
+    # each statement's watermark: committed with it, or its rollback recorded (its rows go instead)
+    marks = _rows(conn, D.progress_select_sql(), barriers_name("sqldml-docker"))
+    assert sorted(marks) == [
+        (0, 1, APPLIED_HERE),
+        (1, 2, AS_ROWS),
+        (2, 3, APPLIED_HERE),
+        (3, 4, APPLIED_HERE),
+    ]
 
 
 def _chain() -> list[Article]:
