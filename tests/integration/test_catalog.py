@@ -8,7 +8,7 @@ import pytest
 
 from applier.catalog.ddl import read_ddl_file
 from applier.catalog.target import read_connection, read_target
-from tests.unit.adventureworks import DDL
+from tests.support.adventureworks import DDL
 
 pytestmark = pytest.mark.integration
 

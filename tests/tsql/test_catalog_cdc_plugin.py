@@ -39,8 +39,8 @@ import applier
 from applier.dialects.batches import split_batches
 from applier.errors import InputError
 from applier.sources.formats import Options
-from tests.integration.test_mssql_cdc import EXPECTED, PARQUET, cdc_config, subscriber_rows
-from tests.unit.adventureworks import DDL as AW_DDL
+from tests.support.adventureworks import DDL as AW_DDL
+from tests.support.mssql_cdc import EXPECTED, PARQUET, cdc_config, subscriber_rows
 
 pytestmark = [pytest.mark.tsql, pytest.mark.timeout(1800)]
 
