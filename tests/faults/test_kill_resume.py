@@ -29,7 +29,7 @@ import pytest
 import applier
 from applier.apply.install import LOADER_ROWS
 from applier.verify.scope import AUTO_MIN_ROWS
-from tests.support.audit import expected_audit as _expected
+from tests.support.audit import expected_changes as _expected
 from tests.support.runs import run
 from tests.support.subscriber import rows
 

@@ -12,7 +12,7 @@ from applier.sources import hazards
 from applier.sources.generator import LANES, generate_lane
 
 
-def expected_audit(cfg) -> Counter[tuple[str, int]]:  # type: ignore[no-untyped-def]
+def expected_changes(cfg) -> Counter[tuple[str, int]]:  # type: ignore[no-untyped-def]
     """The (operation, key) of every row change the stream of ``cfg``'s workload makes,
     snapshot included: what an audit trigger on a subscriber that applied it exactly once holds."""
     lanes = hazards.generate_lane if cfg.workload.kind in hazards.HAZARDS else generate_lane
