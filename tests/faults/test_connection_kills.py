@@ -12,8 +12,8 @@ import random
 
 import pytest
 
-from tests.integration.helpers import config, run
-from tests.integration.test_lost_connections import Killer
+from tests.support.connection_killer import Killer
+from tests.support.runs import config, run
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 

@@ -17,7 +17,6 @@ place.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -29,10 +28,10 @@ import pytest
 
 import applier
 from applier.apply.install import LOADER_ROWS
-from applier.sources import hazards
-from applier.sources.generator import LANES, generate_lane
 from applier.verify.scope import AUTO_MIN_ROWS
-from tests.integration.helpers import rows, run
+from tests.support.audit import expected_changes as _expected
+from tests.support.runs import run
+from tests.support.subscriber import rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -117,21 +116,6 @@ OTHER = [
     ("touched", "apply.commit", 9),
     ("touched", "verify.read", 1),
 ]
-
-
-def _expected(cfg) -> Counter[tuple[str, int]]:  # type: ignore[no-untyped-def]
-    """The (operation, key) of every row change the stream makes, snapshot included."""
-    lanes = hazards.generate_lane if cfg.workload.kind in hazards.HAZARDS else generate_lane
-    out: Counter[tuple[str, int]] = Counter()
-    for lane in range(LANES):
-        for kind, r in lanes(cfg.articles, cfg.workload, lane):
-            if kind == "snapshot":
-                out["I", json.loads(r[2])["id"]] += 1
-                continue
-            op, before, after = r[4], r[6], r[7]
-            image = json.loads(after if op in "IU" else before)
-            out[op, image["id"]] += 1
-    return out
 
 
 def _kill_at(pg, cfg_file: Path, custom: Path, point: str, at: int, tmp: Path) -> None:  # type: ignore[no-untyped-def]

@@ -11,8 +11,10 @@ import pytest
 
 import applier
 from applier.config import parse_config
-from tests.integration.helpers import config, rows, write_jsonl
-from tests.integration.test_repserver_schema import ART, _stream
+from tests.support.changes import write_jsonl
+from tests.support.repserver_schema import ART, stream
+from tests.support.runs import config
+from tests.support.subscriber import rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # make test-spark35 too
 
@@ -50,7 +52,7 @@ def test_a_plain_run_applies_schema_changes_in_segments(spark, target, tmp_path)
         tmp_path / "snap.jsonl",
         [{"article": ART, "image": {"id": i, "qty": i, "note": f"n{i}", "old": "o"}} for i in range(1, 5)],
     )
-    changes = write_jsonl(tmp_path / "changes.jsonl", _stream())
+    changes = write_jsonl(tmp_path / "changes.jsonl", stream())
     result = applier.run(cfg, target, spark=spark, changes=changes, snapshot=snap)
     (sub,) = result.subscriptions
     assert sub.verdict is applier.Verdict.CONVERGED, sub.check.to_json()

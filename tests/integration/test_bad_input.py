@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from applier.errors import InputError, TargetError
-from tests.integration.helpers import config, run, table_exists, write_jsonl
+from tests.support.changes import write_jsonl
+from tests.support.runs import config, run
+from tests.support.subscriber import table_exists
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.integration.badinput import COLUMNS, FIFO, FOLDER, Case, Runner, insert, jsonl, row, toml_config
+from tests.support.badinput import COLUMNS, FIFO, FOLDER, Case, Runner, insert, jsonl, row, toml_config
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from tests.integration.badinput import FIFO, FOLDER, Case, Runner, insert, jsonl, toml_config
+from tests.support.badinput import FIFO, FOLDER, Case, Runner, insert, jsonl, toml_config
 
 pytestmark = pytest.mark.integration
 
@@ -268,7 +268,7 @@ def test_checks_across_rows_find_the_same_fault_on_the_driver_and_distributed(
     from applier.errors import InputError
     from applier.sources import files
     from applier.sources.dataset import read_changes
-    from tests.integration.badinput import COLUMNS
+    from tests.support.badinput import COLUMNS
 
     if not small:
         monkeypatch.setattr(files, "SMALL", 0)

@@ -21,8 +21,8 @@ from applier.config import parse_config
 from applier.errors import InputError
 from applier.sources.formats import Options
 from applier.values import encode_row, validate_encoded
-from tests.capture_fixtures import write_debezium_capture
-from tests.integration.helpers import rows
+from tests.support.debezium_capture import write_debezium_capture
+from tests.support.subscriber import rows
 
 pytestmark = pytest.mark.integration
 
@@ -252,8 +252,8 @@ def test_a_bad_line_applies_nothing(spark, pg, tmp_path):
 
 @pytest.mark.e2e  # make bench-capture does the same at 1,000,000 events
 def test_generated_capture_converts_like_its_canonical_twin(spark, tmp_path):
-    """tests/capture_fixtures.py: N Debezium events (with the envelope) and the same changes as a
-    canonical file convert to the same canonical rows (positions numbered alike)."""
+    """tests/support/debezium_capture.py: N Debezium events (with the envelope) and the same
+    changes as a canonical file convert to the same canonical rows (positions numbered alike)."""
     from applier import api
 
     cfg, dbz, canonical = write_debezium_capture(tmp_path, events=300, seed=5)
@@ -314,8 +314,10 @@ def test_debezium_key_changes_folded_reproduce_20598(spark, pg, tmp_path, fold):
     stream and nothing conflicts; folded into key updates (--fold-key-changes), the second
     update finds no row on its stream (20598), the round is re-applied on one connection, and
     both converge to the one row of key 3."""
-    from tests.integration.helpers import config as plain_config
-    from tests.integration.helpers import key_update, run, streams_of, table_ref, write_jsonl
+    from tests.support.changes import key_update, write_jsonl
+    from tests.support.runs import config as plain_config
+    from tests.support.runs import run, streams_of
+    from tests.support.subscriber import table_ref
 
     table = f"dbz_chain_{'folded' if fold else 'delivered'}"
     art = f"dbo.{table}"

@@ -14,7 +14,9 @@ import pytest
 import applier
 from applier.errors import InputError
 from applier.explain import stream_map
-from tests.integration.helpers import config, rows, table_ref, write_jsonl
+from tests.support.changes import write_jsonl
+from tests.support.runs import config
+from tests.support.subscriber import rows, table_ref
 
 ART = "dbo.cap_seq"
 

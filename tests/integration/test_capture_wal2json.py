@@ -4,7 +4,7 @@ the embedded PostgreSQL: each converges, and the subscriber then holds the rows 
 documents: its tables' rows when the slot was created (the snapshot, from the .sql's INSERTs
 before ``pg_create_logical_replication_slot``) changed by what the .out shows captured.
 
-Tables without a primary key are keyed as tests/unit/wal2json_examples.py says; their updates
+Tables without a primary key are keyed as tests/support/wal2json_examples.py says; their updates
 and deletes without a replica identity are not in wal2json's output (the publisher only warns),
 so the subscriber keeps those rows: the capture's outcome, which the test expects. savepoint:
 the rolled-back inserts (peter, albert) are not in the capture and not at the subscriber.
@@ -20,8 +20,9 @@ import pytest
 
 import applier
 from applier.values import encode_row, validate_encoded
-from tests.integration.helpers import rows, write_jsonl
-from tests.unit.wal2json_examples import DATA, ROW, articles, config, row
+from tests.support.changes import write_jsonl
+from tests.support.subscriber import rows
+from tests.support.wal2json_examples import DATA, ROW, articles, config, row
 
 pytestmark = pytest.mark.integration
 

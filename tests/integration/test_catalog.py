@@ -8,7 +8,7 @@ import pytest
 
 from applier.catalog.ddl import read_ddl_file
 from applier.catalog.target import read_connection, read_target
-from tests.unit.adventureworks import DDL
+from tests.support.adventureworks import DDL
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +73,7 @@ def test_articles_from_sql_server() -> None:
         pytest.skip(why)
     import pyodbc
 
-    from applier.catalog.ddl import _GO
+    from applier.dialects.batches import split_batches
 
     text = DDL.read_text(encoding="utf-8")
     server = Target.parse("mssql").start()
@@ -83,7 +83,7 @@ def test_articles_from_sql_server() -> None:
         try:
             for schema in ("Person", "Purchasing", "Production", "Sales", "HumanResources"):
                 conn.cursor().execute(f"IF SCHEMA_ID('{schema}') IS NULL EXEC('CREATE SCHEMA [{schema}]')")
-            for batch in _GO.split(text):
+            for batch in split_batches(text):
                 if batch.strip() and "WorkOrderRouting" not in batch and "XML]([" not in batch:
                     conn.cursor().execute(batch)
             from_ddl = read_ddl_file(str(DDL), "tsql", ["Purchasing.Vendor", "Sales.SalesOrderDetail"])

@@ -11,7 +11,9 @@ import pytest
 
 from applier.config.demo import demo_config
 from applier.config.files import with_overrides
-from tests.integration.helpers import config, key_update, rows, run, table_ref, write_jsonl
+from tests.support.changes import key_update, write_jsonl
+from tests.support.runs import config, run
+from tests.support.subscriber import rows, table_ref
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from applier.config import demo_config
-from tests.integration.helpers import run
+from tests.support.runs import run
 
 pytestmark = pytest.mark.integration
 

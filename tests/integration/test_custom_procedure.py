@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.helpers import config, key_update, rows, run, streams_of, write_jsonl
+from tests.support.changes import key_update, write_jsonl
+from tests.support.runs import config, run, streams_of
+from tests.support.subscriber import rows
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.badinput import Case, Runner, insert, jsonl, toml_config
+from tests.support.badinput import Case, Runner, insert, jsonl, toml_config
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,9 @@ from applier.apply.sender import Sender
 from applier.config import HAZARD_WORKLOADS, ErrorPolicy, RunSettings, Workload, demo_config, parse_config
 from applier.plan.calls import Planner
 from applier.targets.connection import connect
-from tests.integration.helpers import rows, run, table_ref, write_jsonl
+from tests.support.changes import write_jsonl
+from tests.support.runs import run
+from tests.support.subscriber import rows, table_ref
 
 pytestmark = pytest.mark.integration
 

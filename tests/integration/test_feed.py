@@ -12,7 +12,8 @@ import applier
 from applier.apply.streams import FEED_ENV, feeds_from_files, read_feed
 from applier.errors import ApplierError
 from applier.sparkenv import ARROW_MAX_BYTES, DISK_ONLY_ABOVE, arrow_batches_by_rows
-from tests.integration.helpers import config, rows
+from tests.support.runs import config
+from tests.support.subscriber import rows
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,7 @@ import pytest
 
 from applier.config import RunSettings, Workload, demo_config
 from applier.sources.dataset import generate, write_changes
-from tests.integration.helpers import run
+from tests.support.runs import run
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from applier.cli import main
-from tests.integration.helpers import key_update, rows, run, streams_of, table_exists, write_jsonl
+from tests.support.changes import key_update, write_jsonl
+from tests.support.runs import run, streams_of
+from tests.support.subscriber import rows, table_exists
 
 pytestmark = pytest.mark.integration
 

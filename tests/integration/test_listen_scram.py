@@ -16,7 +16,7 @@ import applier
 from applier.errors import TargetError
 from applier.targets.connstr import ensure_odbc_env
 from applier.targets.embedded import EmbeddedPostgres, host_address
-from tests.integration.helpers import config
+from tests.support.runs import config
 
 pytestmark = pytest.mark.integration
 

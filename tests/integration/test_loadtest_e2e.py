@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from applier.config import LoadSettings, demo_config
-from tests.integration.helpers import run
+from tests.support.runs import run
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 

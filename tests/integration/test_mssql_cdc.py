@@ -7,57 +7,19 @@ all from one run of the CSV). A bad row: nothing applied, the error names file:l
 
 from __future__ import annotations
 
-import decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import applier
-from applier.config import parse_config
 from applier.errors import InputError
 from applier.sources.formats import Options
-from tests.integration.helpers import rows, table_exists
+from tests.support.mssql_cdc import CSV, EXPECTED, PARQUET, cdc_config, subscriber_rows
+from tests.support.subscriber import rows, table_exists
 
 pytestmark = pytest.mark.integration
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "captures" / "mssql_cdc"
-CSV = DATA / "dbo_customers_CT.csv"
-PARQUET = DATA / "dbo_customers_CT.parquet"
-COLUMNS = ("id", "name", "email", "balance", "notes", "memo")
-
-
-def cdc_config(table: str = "customers"):  # type: ignore[no-untyped-def]
-    return parse_config(
-        {
-            "run": {"streams": 4, "commit_batch_size": 2, "subscription": f"cdc_{table}"},
-            "articles": [
-                {
-                    "name": f"dbo.{table}",
-                    "columns": [
-                        {"name": "id", "type": "int", "key": True},
-                        {"name": "name", "type": "nvarchar(50)", "nullable": False},
-                        {"name": "email", "type": "nvarchar(100)"},
-                        {"name": "balance", "type": "decimal(10,2)"},
-                        {"name": "notes", "type": "nvarchar(max)"},
-                        {"name": "memo", "type": "ntext"},
-                    ],
-                }
-            ],
-        },
-        f"<test mssql-cdc {table}>",
-    )
-
-
-D = decimal.Decimal
-# The documented outcome (tests/data/captures/mssql_cdc/README.md).
-EXPECTED: dict[int, tuple[Any, ...]] = {
-    4: (4, "Dana C", "dana@example.com", D("40.00"), "n4, revised", "memo 4"),
-    5: (5, "Eve", None, D("55.25"), "n5", "memo 5"),
-    7: (7, "Gus", "gus@example.com", None, None, None),
-    10: (10, "Alice", "alice@example.org", D("10.00"), "note 1", "memo 1"),
-    60: (60, "Frank", "frank@example.com", D("60.00"), None, None),
-}
 # documented case -> {id: its expected row, or None: no such row}
 EXAMPLES: dict[str, dict[int, tuple[Any, ...] | None]] = {
     "insert: one row per insert, every update-mask bit set": {1: None, 7: EXPECTED[7], 60: EXPECTED[60]},
@@ -72,11 +34,6 @@ EXAMPLES: dict[str, dict[int, tuple[Any, ...] | None]] = {
     "__$seqval and __$command_id order a transaction, __$start_lsn commit order": {4: EXPECTED[4]},
     "insert then update in one transaction": {7: EXPECTED[7]},
 }
-
-
-def subscriber_rows(target, table: str = "customers") -> dict[int, tuple[Any, ...]]:  # type: ignore[no-untyped-def]
-    cols = ", ".join(f'"{c}"' for c in COLUMNS)
-    return {r[0]: r for r in rows(target, f'SELECT {cols} FROM "dbo"."{table}" ORDER BY "id"')}
 
 
 def converged(result) -> None:  # type: ignore[no-untyped-def]

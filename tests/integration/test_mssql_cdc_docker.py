@@ -16,7 +16,7 @@ import pytest
 import applier
 from applier.sources.formats import Options
 from applier.targets.containers import SqlServerContainer, docker_available, sqlserver_odbc_driver
-from tests.integration.test_mssql_cdc import EXPECTED, cdc_config, subscriber_rows
+from tests.support.mssql_cdc import EXPECTED, cdc_config, subscriber_rows
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from applier.config import RunSettings, Workload, parse_config
-from tests.integration.helpers import run
+from tests.support.runs import run
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ import time
 import pyodbc
 import pytest
 
-from tests.integration.helpers import config, run
+from tests.support.runs import config, run
 
 pytestmark = pytest.mark.integration
 

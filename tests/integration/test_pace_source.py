@@ -25,7 +25,7 @@ import pytest
 
 from applier.config import LoadSettings, parse_config
 from applier.errors import ConfigError
-from tests.integration.helpers import run
+from tests.support.runs import run
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from applier.config import LoadSettings, demo_config
 from applier.loadtest.live import LiveMetrics
-from tests.integration.helpers import run
+from tests.support.runs import run
 
 pytestmark = pytest.mark.integration
 

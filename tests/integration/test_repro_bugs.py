@@ -30,7 +30,7 @@ import pytest
 from applier.repro.explore import explore
 from applier.repro.export import export
 from applier.repro.shrink import shrink
-from tests.integration.repro_streams import DATA, config, orders_stream, run_pytest
+from tests.support.repro_streams import DATA, config, orders_stream, run_pytest
 
 # Each bug is a few dozen runs (each a whole run's Spark jobs) on 2 cores (5-9 min here with other jobs
 # running): beyond the suite's 10-minute default, not beyond 40.

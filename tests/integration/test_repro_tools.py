@@ -16,7 +16,7 @@ from applier.config import load_config, parse_config
 from applier.repro.explore import explore
 from applier.repro.export import export
 from applier.repro.shrink import shrink
-from tests.integration.repro_streams import DATA, config, orders_stream
+from tests.support.repro_streams import DATA, config, orders_stream
 
 pytestmark = pytest.mark.integration
 

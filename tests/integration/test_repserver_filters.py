@@ -11,7 +11,9 @@ from __future__ import annotations
 import pytest
 
 from applier.config import parse_config
-from tests.integration.helpers import rows, run_subscriptions, write_jsonl
+from tests.support.changes import write_jsonl
+from tests.support.runs import run_subscriptions
+from tests.support.subscriber import rows
 
 pytestmark = pytest.mark.integration
 

@@ -10,69 +10,12 @@ from __future__ import annotations
 import pytest
 
 from applier.config import parse_config
-from tests.integration.helpers import rows, run_subscriptions, write_jsonl
+from tests.support.changes import write_jsonl
+from tests.support.repserver_schema import ART, stream
+from tests.support.runs import run_subscriptions
+from tests.support.subscriber import rows
 
 pytestmark = pytest.mark.integration
-
-ART = "dbo.sc"
-
-
-def _stream() -> list[dict]:
-    out: list[dict] = []
-    xact = 0
-
-    def add(op: str, version: int, before: dict | None = None, after: dict | None = None, **extra) -> None:
-        nonlocal xact
-        xact += 1
-        rec = {"lsn": xact << 20 | 1, "xact_seqno": xact, "command_id": 1, "article": ART, "op": op}
-        rec["schema_version"] = version
-        if before is not None:
-            rec["before"] = before
-        if after is not None:
-            rec["after"] = after
-        rec.update(extra)
-        out.append(rec)
-
-    # version 1: id, qty, note, old
-    for i in range(5, 9):
-        add("I", 1, after={"id": i, "qty": i, "note": f"n{i}", "old": "o"})
-    add(
-        "U",
-        1,
-        before={"id": 1, "qty": 1, "note": "n1", "old": "o"},
-        after={"id": 1, "qty": 10, "note": "n1", "old": "o"},
-    )
-    add("DDL", 2, ddl={"action": "add_column", "column": {"name": "extra", "type": "nvarchar(20)"}})
-    # version 2: + extra
-    for i in range(9, 13):
-        add("I", 2, after={"id": i, "qty": i, "note": f"n{i}", "old": "o", "extra": f"x{i}"})
-    add(
-        "U",
-        2,
-        before={"id": 2, "qty": 2, "note": "n2", "old": "o", "extra": None},
-        after={"id": 2, "qty": 2, "note": "n2", "old": "o", "extra": "x2"},
-    )
-    add("D", 2, before={"id": 3, "qty": 3, "note": "n3", "old": "o", "extra": None})
-    add("DDL", 3, ddl={"action": "drop_column", "column": "old"})
-    # version 3: id, qty, note, extra
-    for i in range(13, 16):
-        add("I", 3, after={"id": i, "qty": i, "note": f"n{i}", "extra": f"x{i}"})
-    add(
-        "U",
-        3,
-        before={"id": 9, "qty": 9, "note": "n9", "extra": "x9"},
-        after={"id": 9, "qty": 99, "note": "n9", "extra": "x9b"},
-    )
-    add("DDL", 4, ddl={"action": "alter_column_type", "column": "qty", "type": "decimal(12,2)"})
-    # version 4: qty is decimal(12,2)
-    add("I", 4, after={"id": 16, "qty": "16.50", "note": "n16", "extra": "x16"})
-    add(
-        "U",
-        4,
-        before={"id": 13, "qty": "13.00", "note": "n13", "extra": "x13"},
-        after={"id": 13, "qty": "13.25", "note": "n13", "extra": "x13"},
-    )
-    return out
 
 
 def test_add_drop_retype_mid_stream_converges_at_n4(spark, pg, tmp_path):
@@ -98,7 +41,7 @@ def test_add_drop_retype_mid_stream_converges_at_n4(spark, pg, tmp_path):
         tmp_path / "snap.jsonl",
         [{"article": ART, "image": {"id": i, "qty": i, "note": f"n{i}", "old": "o"}} for i in range(1, 5)],
     )
-    changes = write_jsonl(tmp_path / "changes.jsonl", _stream())
+    changes = write_jsonl(tmp_path / "changes.jsonl", stream())
     res, targets = run_subscriptions(spark, pg, cfg, "schema_changes", changes=changes, snapshot=snap)
     target = targets["copy"]
     sub = res.subscription("copy")

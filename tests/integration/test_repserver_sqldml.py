@@ -18,69 +18,12 @@ from __future__ import annotations
 import pytest
 
 from applier.config import parse_config
-from tests.integration.helpers import rows, run_subscriptions, write_jsonl
+from tests.support.changes import write_jsonl
+from tests.support.repserver_sqldml import ART, GROUPS, image, stream
+from tests.support.runs import run_subscriptions
+from tests.support.subscriber import rows
 
 pytestmark = pytest.mark.integration
-
-ART = "dbo.st"
-GROUPS = {
-    "a": range(1, 50),
-    "b": range(101, 151),
-    "c": range(201, 252),
-    "d": range(301, 351),
-    "e": range(401, 452),
-}
-
-
-def _img(i: int, grp: str, n: int) -> dict:
-    return {"id": i, "grp": grp, "n": n}
-
-
-def _stream() -> list[dict]:
-    out: list[dict] = []
-
-    def stmt(xact: int, payload: dict, rows_: list[dict]) -> None:
-        out.append(
-            {
-                "lsn": xact << 20 | 1,
-                "xact_seqno": xact,
-                "command_id": 1,
-                "article": ART,
-                "op": "SQL",
-                "sqldml": payload,
-            }
-        )
-        for j, r in enumerate(rows_, 2):
-            out.append({"lsn": xact << 20 | j, "xact_seqno": xact, "command_id": j, "article": ART, **r})
-
-    def upd(grp: str, ids) -> list[dict]:  # type: ignore[no-untyped-def]
-        return [{"op": "U", "before": _img(i, grp, i), "after": _img(i, grp, i + 1)} for i in ids]
-
-    plus_one = {"operator": "U", "set": "n = n + 1"}
-    stmt(1, {**plus_one, "category": "C1", "where": "grp = 'a'", "rowcount": 49}, upd("a", GROUPS["a"]))
-    stmt(2, {**plus_one, "category": "C1", "where": "grp = 'b'", "rowcount": 50}, upd("b", GROUPS["b"]))
-    stmt(
-        3,
-        {"operator": "D", "category": "C1", "where": "grp = 'c'", "rowcount": 51},
-        [{"op": "D", "before": _img(i, "c", i)} for i in GROUPS["c"]],
-    )
-    stmt(4, {**plus_one, "category": "C2", "where": "grp = 'd'", "rowcount": 50}, upd("d", GROUPS["d"]))
-    # The publisher updated 50 rows of group e; the subscribers also hold id 451 in group e.
-    stmt(5, {**plus_one, "category": "C1", "where": "grp = 'e'", "rowcount": 50}, upd("e", range(401, 451)))
-    stmt(
-        6,
-        {
-            "operator": "I",
-            "category": "C1",
-            "insert_column": "id, grp, n",
-            "select": "id + 1000, 'f', n",
-            "from": "dbo.st",
-            "where": "grp = 'b'",
-            "rowcount": 50,
-        },
-        [{"op": "I", "after": _img(i + 1000, "f", i + 1)} for i in GROUPS["b"]],
-    )
-    return out
 
 
 def test_statements_at_threshold_c2_and_fallback(spark, pg, tmp_path):
@@ -106,9 +49,9 @@ def test_statements_at_threshold_c2_and_fallback(spark, pg, tmp_path):
     )
     snap = write_jsonl(
         tmp_path / "snap.jsonl",
-        [{"article": ART, "image": _img(i, g, i)} for g, ids in GROUPS.items() for i in ids],
+        [{"article": ART, "image": image(i, g, i)} for g, ids in GROUPS.items() for i in ids],
     )
-    changes = write_jsonl(tmp_path / "changes.jsonl", _stream())
+    changes = write_jsonl(tmp_path / "changes.jsonl", stream())
     res, targets = run_subscriptions(spark, pg, cfg, "sqldml", changes=changes, snapshot=snap)
 
     def sent(name: str) -> list[tuple[str, str, bool]]:

@@ -26,7 +26,8 @@ from applier.report.console import print_summary
 from applier.report.html import render_run
 from applier.report.junit import run_junit
 from applier.sources.hazards import CHILD, PARENT, UNIQ
-from tests.integration.helpers import config, run, write_jsonl
+from tests.support.changes import write_jsonl
+from tests.support.runs import config, run
 
 pytestmark = pytest.mark.integration
 

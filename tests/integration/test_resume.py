@@ -22,7 +22,9 @@ import applier
 from applier.errors import ConfigError, InputError
 from applier.sources.generator import LANES, generate_lane
 from applier.targets.progress import APPLIED, INSTALLED, ProgressTable
-from tests.integration.helpers import rows, run, write_jsonl
+from tests.support.changes import write_jsonl
+from tests.support.runs import run
+from tests.support.subscriber import rows
 
 pytestmark = pytest.mark.integration
 

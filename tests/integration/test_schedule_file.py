@@ -16,7 +16,7 @@ from applier.apply.digest import digest_events
 from applier.apply.events import EVENT_SCHEMA
 from applier.config import RunSettings, Workload, demo_config
 from applier.pipeline.schedule import ScheduleFile, read_schedule, schedule_rows, write_schedule
-from tests.integration.helpers import run
+from tests.support.runs import run
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ import pytest
 
 import applier
 from applier.errors import TargetError
-from tests.integration.helpers import rows
+from tests.support.subscriber import rows
 
 pytestmark = pytest.mark.integration
 

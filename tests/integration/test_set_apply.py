@@ -17,7 +17,8 @@ from applier.apply.sender import Sender
 from applier.config import demo_config, parse_config
 from applier.plan.calls import Planner
 from applier.targets.connection import connect
-from tests.integration.helpers import rows, run
+from tests.support.runs import run
+from tests.support.subscriber import rows
 
 pytestmark = pytest.mark.integration
 

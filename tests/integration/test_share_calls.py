@@ -18,7 +18,7 @@ from applier.dialects import DIALECTS
 from applier.partition.layout import with_values
 from applier.plan.calls import Call, Planner
 from applier.records.schema import SHARE_FIELDS
-from tests.unit.test_bench_sender import SYNTAXES, _articles, _rows
+from tests.support.call_syntaxes import SYNTAXES, generated_changes, syntax_articles
 
 pytestmark = pytest.mark.integration
 
@@ -91,11 +91,11 @@ def _share(spark: Any, articles: Any, rows: list[dict[str, Any]]) -> Share:
 @pytest.mark.parametrize("dialect", ["postgres", "tsql"])
 @pytest.mark.parametrize("types", ["demo", "other", "hostile"])
 def test_share_calls_equal_row_calls(spark, update, delete, kind, dialect, types):  # type: ignore[no-untyped-def]
-    articles = _articles(update, delete)
+    articles = syntax_articles(update, delete)
     if types != "demo":
         table = OTHER_TYPES if types == "other" else HOSTILE
         articles = parse_config({"articles": [{**table, "update": update, "delete": delete}]}, "<t>").articles
-    rows = _rows(articles, kind)
+    rows = generated_changes(articles, kind)
     share = _share(spark, articles, rows)
     assert len(share) == len(rows)
     d = DIALECTS[dialect]()

@@ -22,7 +22,8 @@ from applier.config import parse_config
 from applier.dialects.base import ConflictClass
 from applier.plan.calls import Planner
 from applier.targets.connection import connect
-from tests.integration.helpers import rows, run
+from tests.support.runs import run
+from tests.support.subscriber import rows
 
 pytestmark = pytest.mark.integration
 
@@ -366,7 +367,7 @@ def test_adventureworks_tables_apply(any_target, name: str) -> None:
     import random
 
     from applier.sources.generator import random_row
-    from tests.unit import adventureworks
+    from tests.support import adventureworks
 
     arts = adventureworks.articles()
     assert arts, "tests/data/adventureworks holds no table"

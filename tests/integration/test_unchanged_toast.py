@@ -21,7 +21,7 @@ import pytest
 import applier
 from applier.config import parse_config
 from applier.errors import InputError
-from tests.integration.helpers import write_jsonl
+from tests.support.changes import write_jsonl
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ from applier.errors import InputError
 from applier.records.events import Schemas
 from applier.sources.dataset import read_changes
 from applier.sources.lengths import check_utf16_lengths
-from tests.integration.badinput import jsonl
+from tests.support.badinput import jsonl
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,9 @@ import pytest
 
 from applier import failpoints
 from applier.config import parse_config
-from tests.integration.helpers import rows, run, run_subscriptions, write_jsonl
+from tests.support.changes import write_jsonl
+from tests.support.runs import run, run_subscriptions
+from tests.support.subscriber import rows
 
 pytestmark = pytest.mark.integration
 

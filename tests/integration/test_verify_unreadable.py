@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.helpers import write_jsonl
+from tests.support.changes import write_jsonl
 
 pytestmark = pytest.mark.integration
 

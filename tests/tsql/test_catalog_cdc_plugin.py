@@ -36,11 +36,11 @@ except ImportError:  # Python 3.10
 import pytest
 
 import applier
-from applier.catalog.ddl import _GO
+from applier.dialects.batches import split_batches
 from applier.errors import InputError
 from applier.sources.formats import Options
-from tests.integration.test_mssql_cdc import EXPECTED, PARQUET, cdc_config, subscriber_rows
-from tests.unit.adventureworks import DDL as AW_DDL
+from tests.support.adventureworks import DDL as AW_DDL
+from tests.support.mssql_cdc import EXPECTED, PARQUET, cdc_config, subscriber_rows
 
 pytestmark = [pytest.mark.tsql, pytest.mark.timeout(1800)]
 
@@ -108,7 +108,7 @@ def test_adventureworks_tables_read_back_from_babelfish_as_the_ddl_declares(
             cur.execute(f"EXEC sp_babelfish_configure '{hatch}', 'ignore'")
         for schema in ("Person", "Purchasing", "Production", "Sales", "HumanResources"):
             cur.execute(f"CREATE SCHEMA [{schema}]")
-        for batch in _GO.split(AW_DDL.read_text(encoding="utf-8")):
+        for batch in split_batches(AW_DDL.read_text(encoding="utf-8")):
             if not batch.strip() or "WorkOrderRouting" in batch:  # the file has that table's key alone
                 continue
             try:
@@ -218,7 +218,7 @@ def test_hand_written_tables_read_back_from_babelfish_as_the_ddl_declares(
     try:
         cur = conn.cursor()
         cur.execute(f"CREATE SCHEMA [{HAND_SCHEMA}]")
-        for batch in _GO.split(HAND_DDL):
+        for batch in split_batches(HAND_DDL):
             if batch.strip():
                 cur.execute(batch)
         # Why the declared names are read apart: sys.tables and sys.columns give PostgreSQL's.

@@ -38,8 +38,9 @@ import pyodbc
 import pytest
 
 import applier
-from tests.faults.test_kill_resume import _expected
-from tests.integration.helpers import config, rows, run
+from tests.support.audit import expected_changes
+from tests.support.runs import config, run
+from tests.support.subscriber import rows
 
 pytestmark = pytest.mark.tsql
 
@@ -318,7 +319,7 @@ def test_kill_9_then_resume_applies_each_command_once(spark, subscriber, tmp_pat
     else:  # killed before the snapshot was loaded: installed and loaded again, all applied
         assert resumed == 0, report["outcomes"]
     audit = _audited(target, name)
-    expected = _expected(cfg)
+    expected = expected_changes(cfg)
     if set_apply:
         # Set-based apply merges updates of one key inside a call: inserts and deletes are
         # still one row change per command, updates at most one per command.

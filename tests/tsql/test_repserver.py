@@ -22,9 +22,10 @@ import pytest
 
 from applier.config import parse_config
 from applier.targets.endpoint import Endpoint
-from tests.integration import test_repserver_schema as seed001
-from tests.integration import test_repserver_sqldml as seed004
-from tests.integration.helpers import run_subscriptions, write_jsonl
+from tests.support import repserver_schema as seed001
+from tests.support import repserver_sqldml as seed004
+from tests.support.changes import write_jsonl
+from tests.support.runs import run_subscriptions
 
 pytestmark = [pytest.mark.tsql]
 
@@ -255,7 +256,7 @@ def test_add_drop_retype_mid_stream_converges_at_n4(spark, babelfish, tmp_path):
         tmp_path / "snap.jsonl",
         [{"article": art, "image": {"id": i, "qty": i, "note": f"n{i}", "old": "o"}} for i in range(1, 5)],
     )
-    changes = write_jsonl(tmp_path / "changes.jsonl", seed001._stream())
+    changes = write_jsonl(tmp_path / "changes.jsonl", seed001.stream())
     res, targets = run_subscriptions(spark, babelfish, cfg, "bbf_schema", changes=changes, snapshot=snap)
     target = targets["copy"]
     sub = res.subscription("copy")
@@ -304,7 +305,7 @@ def test_add_drop_retype_mid_stream_converges_at_n4(spark, babelfish, tmp_path):
 
 # -- seed 004: rs_sqldml at the threshold ----------------------------------------------------------
 def test_statements_at_threshold_c2_and_fallback(spark, babelfish, tmp_path):
-    """One stream's statements (seed004._stream: 49, 50 and 51 rows, C1 and C2, a statement
+    """One stream's statements (seed004.stream: 49, 50 and 51 rows, C1 and C2, a statement
     touching one row more at the subscriber than at the publisher, an INSERT ... SELECT) to a
     full copy and a filtered subscription (id < 440), threshold 50."""
     art = seed004.ART
@@ -330,9 +331,9 @@ def test_statements_at_threshold_c2_and_fallback(spark, babelfish, tmp_path):
     )
     snap = write_jsonl(
         tmp_path / "snap.jsonl",
-        [{"article": art, "image": seed004._img(i, g, i)} for g, ids in seed004.GROUPS.items() for i in ids],
+        [{"article": art, "image": seed004.image(i, g, i)} for g, ids in seed004.GROUPS.items() for i in ids],
     )
-    changes = write_jsonl(tmp_path / "changes.jsonl", seed004._stream())
+    changes = write_jsonl(tmp_path / "changes.jsonl", seed004.stream())
     res, targets = run_subscriptions(spark, babelfish, cfg, "bbf_sqldml", changes=changes, snapshot=snap)
 
     def sent(name: str) -> list[tuple[str, str, bool]]:

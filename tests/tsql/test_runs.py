@@ -23,7 +23,9 @@ from applier.config import ErrorPolicy, RunSettings, Workload, demo_config, pars
 from applier.config.files import with_overrides
 from applier.plan.calls import Planner
 from applier.targets.connection import connect
-from tests.integration.helpers import key_update, rows, run, write_jsonl
+from tests.support.changes import key_update, write_jsonl
+from tests.support.runs import run
+from tests.support.subscriber import rows
 
 
 def _q(endpoint: Any, schema: str, table: str) -> str:

@@ -13,7 +13,7 @@ from applier.catalog.ddl import read_ddl, read_ddl_file
 from applier.catalog.files import articles_toml, with_ddl_articles
 from applier.config import demo_config, load_config
 from applier.errors import ConfigError
-from tests.unit.adventureworks import DDL, PG_DDL
+from tests.support.adventureworks import DDL, PG_DDL
 
 if sys.version_info >= (3, 11):
     import tomllib

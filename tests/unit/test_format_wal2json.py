@@ -15,7 +15,7 @@ from applier.articles import Article, Column, parse_type
 from applier.errors import InputError
 from applier.sources.formats import Begin, Change, Commit, Item, format_class
 from applier.sources.formats.wal2json import Wal2json, Wal2json2
-from tests.unit.wal2json_examples import DATA, ROW, articles, row
+from tests.support.wal2json_examples import DATA, ROW, articles, row
 
 EXAMPLES = [
     "insert1",

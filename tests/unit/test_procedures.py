@@ -21,8 +21,9 @@ from applier.dialects import DIALECTS
 from applier.dialects.base import Dialect
 from applier.errors import ConfigError, UnsupportedError
 from applier.plan.calls import Planner, statement_columns, statement_params
-from tests.unit import adventureworks
-from tests.unit.test_tsql_dialect import CASES, HOSTILE, check_procedure, statements
+from tests.support import adventureworks
+from tests.support.tsql_articles import CASES, HOSTILE
+from tests.support.tsql_reader import check_procedure, statements
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 TSQL = DIALECTS["tsql"]()

@@ -12,7 +12,7 @@ import sqlglot
 
 from applier.cli import main
 from applier.dialects.tsql import TsqlDialect
-from tests.unit import adventureworks
+from tests.support import adventureworks
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "sqlserver2016"
 TABLES = (

@@ -3,12 +3,8 @@ identifier quoting and error classification.
 
 Golden files live in tests/golden/tsql/; regenerate with APPLIER_REGEN_GOLDEN=1.
 
-Parsing: sqlglot 30 reads every T-SQL statement applier writes, but not a whole procedure
-(it falls back to an opaque Command for CREATE PROCEDURE ... AS BEGIN ... END, which would
-prove nothing) and it has no THROW. So a procedure is split into statements the way the
-templates lay them out (clauses continue on lines starting with , [ @ ) where and values),
-begin/end and if/else nesting is checked here, and sqlglot parses every statement, every
-condition, THROW's arguments and the header's parameter list.
+Parsing: every procedure through tests/support/tsql_reader.py (sqlglot reads the statements,
+the reader the procedure's nesting).
 """
 
 from __future__ import annotations
@@ -22,96 +18,15 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from applier.articles import _BASES, Article, Column, Delivery, Syntax, parse_type
+from applier.articles import _BASES, Article, Delivery, Syntax, parse_type
 from applier.dialects.base import ConflictClass
 from applier.dialects.tsql import TsqlDialect, native_code
 from applier.errors import UnsupportedError
+from tests.support.tsql_articles import CASES, HOSTILE, KEY_ONLY, article
+from tests.support.tsql_reader import check_procedure, parse_condition, parse_leaf, statements
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "tsql"
 D = TsqlDialect()
-
-
-def article(
-    schema: str, table: str, cols: list[tuple[str, str, str]], key: tuple[str, ...], **kw: object
-) -> Article:
-    """cols: (name, type, flags) with flags among 'n' (nullable) and 'i' (identity)."""
-    columns = tuple(Column(n, parse_type(t), nullable="n" in f, identity="i" in f) for n, t, f in cols)
-    return Article(schema, table, columns, key, **kw)  # type: ignore[arg-type]
-
-
-CASES = {
-    # Seed 003's Vendor example: key VendorID int, not identity; 8 columns -> binary(1).
-    "vendor": article(
-        "Purchasing",
-        "Vendor",
-        [
-            ("VendorID", "int", ""),
-            ("AccountNumber", "nvarchar(15)", ""),
-            ("Name", "nvarchar(50)", ""),
-            ("CreditRating", "tinyint", ""),
-            ("PreferredVendorStatus", "bit", ""),
-            ("ActiveFlag", "bit", ""),
-            ("PurchasingWebServiceURL", "nvarchar(1024)", "n"),
-            ("ModifiedDate", "datetime", ""),
-        ],
-        ("VendorID",),
-    ),
-    # AdventureWorks Person.BusinessEntityAddress: 3-column key.
-    "composite_key": article(
-        "Person",
-        "BusinessEntityAddress",
-        [
-            ("BusinessEntityID", "int", ""),
-            ("AddressID", "int", ""),
-            ("AddressTypeID", "int", ""),
-            ("rowguid", "uniqueidentifier", ""),
-            ("ModifiedDate", "datetime", ""),
-        ],
-        ("BusinessEntityID", "AddressID", "AddressTypeID"),
-    ),
-    # AdventureWorks Person.BusinessEntity: identity key -> no key-changed branch.
-    "identity_key": article(
-        "Person",
-        "BusinessEntity",
-        [
-            ("BusinessEntityID", "int", "i"),
-            ("rowguid", "uniqueidentifier", ""),
-            ("ModifiedDate", "datetime", ""),
-        ],
-        ("BusinessEntityID",),
-    ),
-    # 10 columns (binary(2), byte 2), key not first, rowversion, LOB and precise types.
-    "wide": article(
-        "dbo",
-        "Wide",
-        [
-            ("Note", "nvarchar(max)", "n"),
-            ("Id", "bigint", ""),
-            ("Amount", "decimal(12,2)", ""),
-            ("Price", "money", "n"),
-            ("Seen", "datetimeoffset(3)", "n"),
-            ("At", "datetime2", "n"),
-            ("Code", "char(3)", "n"),
-            ("Blob", "varbinary(max)", "n"),
-            ("Ver", "rowversion", "n"),
-            ("Flag", "bit", "n"),
-        ],
-        ("Id",),
-    ),
-}
-HOSTILE = article(
-    "we ird]",
-    "Order]Details; --",
-    [
-        ("it's", "int", ""),
-        ("a b", "nvarchar(10)", "n"),
-        ("[x]", "int", "n"),
-        ("名前", "nvarchar(20)", "n"),
-        ("--c", "date", "n"),
-    ],
-    ("it's", "[x]"),
-)
-KEY_ONLY = article("dbo", "Pair", [("A", "int", ""), ("B", "int", "")], ("A", "B"))
 
 
 def script(a: Article) -> str:
@@ -120,70 +35,13 @@ def script(a: Article) -> str:
     return "\ngo\n".join(parts) + "\ngo\n"
 
 
-# -- a small reader of the generated T-SQL --------------------------------------------
-_CONT_WORDS = {"where", "and", "values"}
+# -- the generated T-SQL read back (tests/support/tsql_reader.py) ---------------------
 _GO_RE = re.compile(r"^[ \t]*go[ \t]*$", re.IGNORECASE | re.MULTILINE)
-_LEAVES = (exp.Update, exp.Delete, exp.Insert, exp.Execute, exp.Set, exp.Declare, exp.Select, exp.Drop)
 
 
 def norm(text: str) -> str:
     text = re.sub(r"\s+", " ", text).strip()
     return re.sub(r"\s*([,()])\s*", r"\1", text)
-
-
-def statements(batch: str) -> list[str]:
-    out: list[str] = []
-    for raw in batch.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("--"):
-            continue
-        word = re.split(r"[\s(]", line, maxsplit=1)[0].lower()
-        if out and (line.startswith((",", "[", "@", ")", "(")) or word in _CONT_WORDS):
-            out[-1] += "\n" + line
-        else:
-            out.append(line)
-    return out
-
-
-def parse_condition(cond: str) -> None:
-    sqlglot.parse_one(f"select case when {cond} then 1 end", read="tsql")
-
-
-def parse_leaf(stmt: str) -> exp.Expression:
-    m = re.match(r"(?is)^throw\s+(.*?);?$", stmt)
-    if m:  # sqlglot has no THROW: its three arguments must read as a select list
-        parsed = sqlglot.parse_one(f"select {m.group(1)}", read="tsql")
-        assert len(parsed.expressions) == 3, stmt
-        return parsed
-    parsed = sqlglot.parse_one(stmt.rstrip(";"), read="tsql")
-    assert isinstance(parsed, _LEAVES), f"{type(parsed).__name__}: {stmt}"
-    return parsed
-
-
-def check_procedure(batch: str, nparams: int) -> list[str]:
-    stmts = statements(batch)
-    create = sqlglot.parse_one(f"{stmts[0]}\nas select 1", read="tsql")
-    assert isinstance(create, exp.Create) and create.kind == "PROCEDURE", stmts[0]
-    assert len(create.this.expressions) == nparams, stmts[0]
-    assert [s.lower() for s in stmts[1:3]] == ["as", "begin"], stmts[:3]
-    depth, needs_body = 0, False
-    for stmt in stmts[2:]:
-        low = stmt.lower()
-        if low == "begin":
-            depth, needs_body = depth + 1, False
-        elif low == "end":
-            assert not needs_body and depth > 0, f"bad 'end' in:\n{batch}"
-            depth -= 1
-        elif low == "else":
-            needs_body = True
-        elif m := re.match(r"(?is)^(?:else\s+)?if\s+(.*)$", stmt):
-            parse_condition(m.group(1))
-            needs_body = True
-        else:
-            parse_leaf(stmt)
-            needs_body = False
-    assert depth == 0, f"unbalanced begin/end in:\n{batch}"
-    return stmts
 
 
 def top_level_else(stmts: list[str]) -> int:

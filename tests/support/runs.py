@@ -1,13 +1,14 @@
-"""Helpers for integration tests: configs, change files, runs and queries."""
+"""Runs through the public API (``applier.run``) as integration tests make them, and the small
+config most of them start from."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from applier.config import parse_config
+from tests.support.changes import write_jsonl
 
 
 def config(
@@ -20,6 +21,8 @@ def config(
     policy: str = "strict",
     **workload: Any,
 ):  # type: ignore[no-untyped-def]
+    """A config of one article ``dbo.<table>`` (id int key; v nvarchar(40), n int unless
+    ``extra_cols`` is False), subscription ``<table>``, and ``workload`` as its [workload]."""
     cols: list[dict[str, Any]] = [{"name": "id", "type": "int", "key": True}]
     if extra_cols:
         cols += [{"name": "v", "type": "nvarchar(40)"}, {"name": "n", "type": "int"}]
@@ -35,53 +38,6 @@ def config(
             "articles": [{"name": f"dbo.{table}", "columns": cols, "update": update}],
         },
         f"<test {table}>",
-    )
-
-
-def key_update(
-    lsn: int, xact: int, article: str, old: int, new: int, v: str = "x", n: int = 0
-) -> dict[str, Any]:
-    return {
-        "lsn": lsn,
-        "xact_seqno": xact,
-        "command_id": 1,
-        "article": article,
-        "op": "U",
-        "before": {"id": old, "v": v, "n": n},
-        "after": {"id": new, "v": v, "n": n},
-    }
-
-
-def write_jsonl(path: Path, records: Iterable[dict[str, Any] | str]) -> Path:
-    with path.open("w", encoding="utf-8") as f:
-        for r in records:
-            f.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
-    return path
-
-
-def rows(target, sql: str, *params: Any) -> list[tuple[Any, ...]]:  # type: ignore[no-untyped-def]
-    import pyodbc
-
-    conn = pyodbc.connect(target.connection_string, autocommit=True)
-    try:
-        return [tuple(r) for r in conn.cursor().execute(sql, *params).fetchall()]
-    finally:
-        conn.close()
-
-
-def table_ref(target, table: str, schema: str = "dbo") -> str:  # type: ignore[no-untyped-def]
-    """schema.table quoted by the target's own dialect."""
-    return target.dialect.qualified(schema, table)
-
-
-def table_exists(target, schema: str, table: str) -> bool:  # type: ignore[no-untyped-def]
-    return bool(
-        rows(
-            target,
-            "SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-            schema,
-            table,
-        )
     )
 
 

@@ -3,7 +3,7 @@ Kafka's JSON converter writes them) and the same changes as a canonical JSON Lin
 the settings that describe their article. For tests (small N) and for the speed measurement of
 the Debezium reader against the canonical one (N = 1,000,000):
 
-    python -m tests.capture_fixtures OUT_DIR [EVENTS] [SEED]
+    python -m tests.support.debezium_capture OUT_DIR [EVENTS] [SEED]
 
 writes OUT_DIR/settings.json, OUT_DIR/debezium.jsonl and OUT_DIR/canonical.jsonl; then e.g.
 ``applier convert --config OUT_DIR/settings.json --changes OUT_DIR/debezium.jsonl --format debezium

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.integration.helpers import table_exists
+from tests.support.subscriber import table_exists
 
 COLUMNS = [
     {"name": "id", "type": "int", "key": True},
