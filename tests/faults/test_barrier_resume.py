@@ -25,9 +25,9 @@ import pytest
 
 import applier
 from applier.report.json import subscription_report
-from tests.integration.helpers import rows
 from tests.support.killing import audited, once_each, run_killed
 from tests.support.segmented import CONFIG, FILTERED, PG_CUSTOM, Stream, Where, everything
+from tests.support.subscriber import rows
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tests.integration.helpers import rows
+from tests.support.subscriber import rows
 
 
 def run_killed(args: list[str], point: str, at: int, folder: Path) -> None:

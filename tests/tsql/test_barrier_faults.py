@@ -18,9 +18,9 @@ import pytest
 
 import applier
 from applier.report.json import subscription_report
-from tests.integration.helpers import rows
 from tests.support.killing import audited, once_each, run_killed
 from tests.support.segmented import CONFIG, TSQL_CUSTOM, Stream
+from tests.support.subscriber import rows
 
 pytestmark = pytest.mark.tsql
 
