@@ -12,6 +12,7 @@ import pytest
 
 import applier.api
 from applier import cli
+from applier.cli.options import config_of, with_spark
 from applier.config import demo_config, load_config, with_overrides
 from applier.config.model import SparkSettings
 from applier.errors import ConfigError
@@ -256,10 +257,10 @@ def test_the_command_line_over_the_file(monkeypatch: pytest.MonkeyPatch) -> None
         "--master", "spark://h:7077", "--conf", "spark.a=2", "--conf", "spark.b=x=y", "--slot-wait", "3"
     )
     console = _Console()
-    s = cli._spark(a, base, console).spark
+    s = with_spark(a, base, console).spark
     assert s == SparkSettings("spark://h:7077", (("spark.a", "2"), ("spark.b", "x=y")), 3.0)
     assert console.lines == ["spark: spark://h:7077 (--master)"]
-    assert cli._spark(_run_args(), base, _Console()).spark == base.spark  # nothing given: the file's
+    assert with_spark(_run_args(), base, _Console()).spark == base.spark  # nothing given: the file's
 
 
 @pytest.mark.parametrize(
@@ -277,7 +278,7 @@ def test_bad_spark_options_name_the_option(
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     a = _run_args(*args)
     with pytest.raises(ConfigError, match=message):
-        cli._spark(a, cli._config(a), _Console())
+        with_spark(a, config_of(a), _Console())
 
 
 def test_under_spark_submit_the_command_line_says_what_it_does_not_apply(
@@ -286,6 +287,6 @@ def test_under_spark_submit_the_command_line_says_what_it_does_not_apply(
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "12345")
     console = _Console()
     a = _run_args("--master", "spark://h:7077", "--conf", "spark.executor.memory=2g", "--slot-wait", "5")
-    s = cli._spark(a, demo_config(), console).spark
+    s = with_spark(a, demo_config(), console).spark
     assert s == SparkSettings(slot_wait=5.0)  # nothing of the launcher's overridden
     assert len(console.lines) == 1 and console.lines[0].startswith("under spark-submit")
