@@ -45,13 +45,8 @@ from applier.report.json import run_report, unfinished_report
 from applier.results import RunResult, Verdict
 from applier.sources.files import check_inputs
 from applier.sources.formats import FORMATS, Options, format_class
-from applier.sparkenv import (
-    check_local_master,
-    check_slots,
-    choose_master,
-    spark_session,
-    under_spark_submit,
-)
+from applier.sparkenv.session import spark_session
+from applier.sparkenv.slots import check_local_master, check_slots, choose_master, under_spark_submit
 from applier.targets import Endpoint, Target, preflight
 
 __all__ = [
@@ -428,10 +423,10 @@ def warm_workers(spark: SparkSession) -> None:
 
 
 def small_run(config: Config, changes: str | Path | None, capture: Options | None = None) -> bool:
-    """A run small enough for a JVM that compiles with C1 alone (sparkenv.QUICK_JIT): a
+    """A run small enough for a JVM that compiles with C1 alone (sparkenv.session.QUICK_JIT): a
     generated stream of at most QUICK_JIT_COMMANDS commands, or change files of at most ~100
     bytes a command of that (a capture read from its source database: not known, not small)."""
-    from applier.sparkenv import QUICK_JIT_COMMANDS
+    from applier.sparkenv.session import QUICK_JIT_COMMANDS
 
     if capture is not None and capture.source is not None:
         return False

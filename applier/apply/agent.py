@@ -37,7 +37,7 @@ from applier.apply.share import Share, Shares
 from applier.apply.streams import Streamed, Task, run_streams
 from applier.errors import TargetError
 from applier.plan.calls import Call, Planner
-from applier.sparkenv import executor_id
+from applier.sparkenv.slots import executor_id
 from applier.targets.progress import ProgressTable
 
 log = logging.getLogger("applier.apply")

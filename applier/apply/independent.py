@@ -32,7 +32,7 @@ from applier.apply.rendezvous import Address
 from applier.apply.sender import Sender, slim
 from applier.apply.streams import Streamed, Task, run_streams
 from applier.plan.calls import Call, Planner
-from applier.sparkenv import executor_id
+from applier.sparkenv.slots import executor_id
 from applier.targets.progress import ProgressTable
 
 DEPENDENCY_WAIT_S = 30.0

@@ -217,7 +217,7 @@ def run_bench(
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "node": platform.node()},
     }
-    from applier.sparkenv import spark_session
+    from applier.sparkenv.session import spark_session
 
     # Spark generates the stream (sources.columnar), so every part needs it once; its start is
     # reported apart (spark_start_seconds), not in applier's end to end (a warm run's).

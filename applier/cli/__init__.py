@@ -310,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if a.command not in _NO_SPARK:
-        from applier.sparkenv import configure_log
+        from applier.sparkenv.session import configure_log
 
         configure_log(a.verbose, _log_to(a))
     received: list[int] = []

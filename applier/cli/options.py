@@ -185,7 +185,7 @@ def with_spark(a: argparse.Namespace, config: Config, console: Any) -> Config:
     import applier.api
     from applier.config.model import SparkSettings
     from applier.report.console import print_whole
-    from applier.sparkenv import check_local_master, choose_master, under_spark_submit
+    from applier.sparkenv.slots import check_local_master, choose_master, under_spark_submit
 
     props: dict[str, str] = {}
     for item in getattr(a, "spark_conf", None) or []:

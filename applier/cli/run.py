@@ -125,7 +125,7 @@ def _since_start() -> float | None:
 
 
 def _spark_log_kept() -> Path | None:
-    from applier.sparkenv import spark_log
+    from applier.sparkenv.session import spark_log
 
     log = spark_log()
     return (

@@ -93,7 +93,7 @@ def _inputs(p: argparse.ArgumentParser) -> None:
 
 
 def _spark(streams: int) -> Any:
-    from applier.sparkenv import spark_session
+    from applier.sparkenv.session import spark_session
 
     return spark_session(max(streams, 2), quick_jit=True)
 

@@ -47,8 +47,8 @@ def test_a_run_s_cost_counts_its_jobs_per_phase_and_a_warm_run_starts_no_worker(
 
 
 def test_the_suite_s_jvm_compiles_with_c1_alone(spark) -> None:
-    """Its runs are small (sparkenv.QUICK_JIT): the session asked for it, the JVM got it."""
-    from applier.sparkenv import QUICK_JIT, quick_jit_chosen
+    """Its runs are small (sparkenv.session.QUICK_JIT): the session asked for it, the JVM got it."""
+    from applier.sparkenv.session import QUICK_JIT, quick_jit_chosen
 
     jvm = spark.sparkContext._jvm
     args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())

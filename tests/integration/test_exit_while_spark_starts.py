@@ -25,7 +25,7 @@ SCRIPT = textwrap.dedent(
     """
     import sys, threading, time
     import psutil
-    from applier.sparkenv import spark_session
+    from applier.sparkenv.session import spark_session
     threading.Thread(target=spark_session, args=(2,), daemon=True).start()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

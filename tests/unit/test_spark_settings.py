@@ -16,7 +16,7 @@ from applier.cli.options import config_of, with_spark
 from applier.config import demo_config, load_config, with_overrides
 from applier.config.model import SparkSettings
 from applier.errors import ConfigError
-from applier.sparkenv import (
+from applier.sparkenv.slots import (
     Master,
     Slots,
     check_local_master,
@@ -138,7 +138,7 @@ def test_the_refusal_names_n_the_slots_and_the_fixes() -> None:
 @pytest.fixture
 def no_session(monkeypatch: pytest.MonkeyPatch) -> None:
     """No Spark session in this process (another test's would be the one a run uses)."""
-    monkeypatch.setattr("applier.sparkenv.SparkSession.getActiveSession", lambda: None)
+    monkeypatch.setattr("applier.sparkenv.slots.SparkSession.getActiveSession", lambda: None)
 
 
 def test_an_explicit_local_master_too_small_is_refused_before_spark_starts(no_session: None) -> None:
