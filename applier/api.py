@@ -577,7 +577,7 @@ def procedure_scripts(
     ``proc_schema`` override the configuration's ``run.proc_template`` / ``run.proc_schema``."""
     from applier.articles import Syntax
     from applier.dialects import DIALECTS
-    from applier.dialects.base import OPS
+    from applier.dialects.procedures import OPS
 
     if template is not None or proc_schema is not None:
         run = dataclasses.replace(

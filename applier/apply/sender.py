@@ -26,7 +26,8 @@ from applier.apply.bulk import BulkCall, bulk_calls
 from applier.apply.failure import Chunk, Failure, Row, commands, short
 from applier.apply.gate import GateClient
 from applier.apply.share import Share
-from applier.dialects.base import Classified, Dialect
+from applier.dialects.base import Dialect
+from applier.dialects.conflicts import Classified
 from applier.plan.calls import Call, Planner
 from applier.records.schema import SHARE_FIELDS
 from applier.targets.connection import RENEW

@@ -42,8 +42,10 @@ import struct
 from typing import Any, ClassVar
 
 from applier.articles import Article, SqlType, Syntax
-from applier.dialects.base import OPS, Classified, ConflictClass, Dialect
+from applier.dialects.base import Dialect
 from applier.dialects.batches import split_batches
+from applier.dialects.conflicts import Classified, ConflictClass
+from applier.dialects.procedures import OPS
 
 ROW_NOT_FOUND = 20598
 ROW_NOT_FOUND_THROWN = 120598  # THROW's number in the stand-in sp_MSreplraiserror (support_sql)

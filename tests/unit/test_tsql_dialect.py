@@ -23,7 +23,7 @@ import sqlglot
 from sqlglot import exp
 
 from applier.articles import _BASES, Article, Column, Delivery, Syntax, parse_type
-from applier.dialects.base import ConflictClass
+from applier.dialects.conflicts import ConflictClass
 from applier.dialects.tsql import TsqlDialect, native_code
 from applier.errors import UnsupportedError
 
