@@ -24,7 +24,8 @@ from sqlglot import exp
 
 from applier.articles import _BASES, Article, Column, Delivery, Syntax, parse_type
 from applier.dialects.conflicts import ConflictClass
-from applier.dialects.tsql import TsqlDialect, native_code
+from applier.dialects.tsql import TsqlDialect
+from applier.dialects.tsqlerrors import native_code
 from applier.errors import UnsupportedError
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "tsql"
