@@ -14,9 +14,12 @@ from applier.config import demo_config, load_config
 
 def cmd_generate(a: argparse.Namespace) -> int:
     import applier.api
+    import applier.api.paths
 
     config = config_of(a)
-    applier.api.check_paths(None, None, (), None, a.out, names={"report": "--report", "work_dir": "--out"})
+    applier.api.paths.check_paths(
+        None, None, (), None, a.out, names={"report": "--report", "work_dir": "--out"}
+    )
     ch, sn, n = applier.api.generate(config, a.out, a.format)
     print(f"wrote {n} commands to {ch} and the initial snapshot to {sn}")
     return 0
@@ -24,9 +27,12 @@ def cmd_generate(a: argparse.Namespace) -> int:
 
 def cmd_convert(a: argparse.Namespace) -> int:
     import applier.api
+    import applier.api.paths
 
     config = config_of(a)
-    applier.api.check_paths(None, None, (), None, a.out, names={"report": "--report", "work_dir": "--out"})
+    applier.api.paths.check_paths(
+        None, None, (), None, a.out, names={"report": "--report", "work_dir": "--out"}
+    )
     done = applier.api.convert(config, a.changes, a.out, capture=capture_of(a), snapshot=a.snapshot)
     dup = f", {done.duplicates} duplicate deliveries dropped" if done.duplicates else ""
     rate = done.commands / done.seconds if done.seconds > 0 else 0.0

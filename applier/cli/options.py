@@ -182,7 +182,7 @@ def add_spark(p: argparse.ArgumentParser) -> None:
 def with_spark(a: argparse.Namespace, config: Config, console: Any) -> Config:
     """The configuration with --master / --conf / --slot-wait over its [spark], checked; under
     spark-submit they and [spark] are not applied, which one console line says."""
-    import applier.api
+    import applier.api.session
     from applier.config.model import SparkSettings
     from applier.report.console import print_whole
     from applier.sparkenv.slots import check_local_master, choose_master, under_spark_submit
@@ -195,7 +195,7 @@ def with_spark(a: argparse.Namespace, config: Config, console: Any) -> Config:
         props[key.strip()] = value
     master, wait = getattr(a, "master", None), getattr(a, "slot_wait", None)
     try:
-        spark = applier.api.spark_of(config, master, props, wait, source="command line")
+        spark = applier.api.session.spark_of(config, master, props, wait, source="command line")
     except ConfigError as e:
         names = {
             "spark.master": "--master",
@@ -207,14 +207,14 @@ def with_spark(a: argparse.Namespace, config: Config, console: Any) -> Config:
         for key, flag in names.items():
             text = text.replace(f"command line: {key}", flag)
         raise ConfigError(text) from None
-    note = applier.api.spark_note(spark)
+    note = applier.api.session.spark_note(spark)
     if note is not None:
         print_whole(console, note)
         spark = SparkSettings(slot_wait=spark.slot_wait)
     elif not under_spark_submit():
         chosen = choose_master(spark.master, "--master" if master else "[spark] master")
         # An explicit local[K] too small for the streams: refused before the target starts.
-        check_local_master(chosen, applier.api.needed_slots(config))
+        check_local_master(chosen, applier.api.session.needed_slots(config))
         if chosen.url is not None:
             print_whole(console, f"spark: {chosen.url} ({chosen.source})")
     return config.replace(spark=spark)

@@ -21,6 +21,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     from rich.console import Console
 
     import applier
+    import applier.api.paths
     from applier.report.live import Doing
 
     a.doing = Doing()  # what the run is doing: the line a stop prints says what it interrupted
@@ -43,7 +44,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         if a.listen is not None:
             target = applier.api.listening(target, a.listen)
         # Every path checked before the target starts and anything is applied.
-        applier.api.check_paths(
+        applier.api.paths.check_paths(
             a.changes,
             a.snapshot,
             a.custom_sql or [],
@@ -64,13 +65,13 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) -> int:
     import applier
-    import applier.api
+    import applier.api.session
     from applier.loadtest.live import live_metrics
     from applier.report.console import print_run, print_whole
     from applier.report.live import LiveProgress
 
     # Spark's JVM starts while the target does (the target keeps this thread: its signals)
-    early = applier.api.start_spark(config, a.changes, capture_of(a))
+    early = applier.api.session.start_spark(config, a.changes, capture_of(a))
     with target, live_metrics(config, a, console) as metrics:
         print_whole(console, f"target: {target.description}")
         with LiveProgress(console, quiet=a.quiet, doing=a.doing) as live:

@@ -109,7 +109,7 @@ def _target(spec: str | None) -> Any:
 
 
 def cmd_explore(a: argparse.Namespace, make_config: Callable[[argparse.Namespace], Any]) -> int:
-    import applier.api
+    import applier.api.paths
     from applier.errors import ConfigError
     from applier.repro.explore import Try, explore
 
@@ -121,7 +121,7 @@ def cmd_explore(a: argparse.Namespace, make_config: Callable[[argparse.Namespace
     if a.budget < 1:
         raise ConfigError(f"--budget: at least 1 try, got {a.budget}")
     config = make_config(a)
-    applier.api.check_paths(
+    applier.api.paths.check_paths(
         a.changes,
         a.snapshot,
         a.custom_sql or [],

@@ -53,7 +53,7 @@ def _remove_at_exit(folder: Path) -> None:
     """Remove this process's Spark folders, after stopping a JVM of theirs still starting.
 
     A run that fails or is stopped in its first seconds exits while its JVM starts in the
-    background (``api.start_spark``): that JVM watches its stdin for this process's end only
+    background (``api.session.start_spark``): that JVM watches its stdin for this process's end only
     once its gateway is up, so it lived on (an orphan, found 30 minutes on), and made its
     ``spark-*`` folder again in a folder whose owner file was gone, which ``applier clean``
     leaves alone. Such a JVM (its command line names ``folder``; no gateway reached in this

@@ -121,12 +121,12 @@ def test_the_stream_tasks_digest_is_the_digest_of_the_events_they_wrote(
 
 
 def test_the_workers_warm_up_runs_one_task_in_a_group_of_its_own(spark) -> None:
-    """``api.warm_workers``: the daemon and the JVM's Arrow path started in the background (the
+    """``api.session.warm_workers``: the daemon and the JVM's Arrow path started in the background (the
     CLI's session, while the target starts); it must run (it swallows what fails: a failure
     shows here as a job that did not succeed) and stay out of the runs' phases (its own group)."""
     import time
 
-    from applier.api import warm_workers
+    from applier.api.session import warm_workers
 
     tracker = spark.sparkContext.statusTracker()
     before = set(tracker.getJobIdsForGroup("applier-warm-up"))

@@ -19,7 +19,7 @@ import pytest
 
 pytestmark = pytest.mark.integration
 
-# Starts a session in a thread, as api.start_spark does, and exits once the launcher or the JVM
+# Starts a session in a thread, as api.session.start_spark does, and exits once the launcher or the JVM
 # runs (before its gateway is up: ~2.5 s on these machines).
 SCRIPT = textwrap.dedent(
     """

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-import applier.api
 from applier import cli
+from applier.api.session import spark_note, spark_of
 from applier.cli.options import config_of, with_spark
 from applier.config import demo_config, load_config, with_overrides
 from applier.config.model import SparkSettings
@@ -220,21 +220,21 @@ def test_spark_settings_survive_overrides_and_redact_secrets() -> None:
 
 def test_the_api_puts_its_spark_options_over_the_files() -> None:
     base = demo_config().replace(spark=SparkSettings("yarn", (("spark.a.b", "1"), ("spark.c", "2"))))
-    s = applier.api.spark_of(base, "local[3]", {"spark.c": "3"}, 4)
+    s = spark_of(base, "local[3]", {"spark.c": "3"}, 4)
     assert s == SparkSettings("local[3]", (("spark.a.b", "1"), ("spark.c", "3")), 4.0)
-    assert applier.api.spark_of(base) is base.spark
+    assert spark_of(base) is base.spark
     with pytest.raises(ConfigError, match=r"run\(\): spark\.master: not a Spark master URL"):
-        applier.api.spark_of(base, "nowhere")
+        spark_of(base, "nowhere")
 
 
 def test_under_spark_submit_given_settings_are_named_not_applied(monkeypatch: pytest.MonkeyPatch) -> None:
     s = SparkSettings("spark://h:7077", (("spark.executor.memory", "2g"),))
-    assert applier.api.spark_note(s) is None  # not under spark-submit: applied, no note
+    assert spark_note(s) is None  # not under spark-submit: applied, no note
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "12345")
-    note = applier.api.spark_note(s)
+    note = spark_note(s)
     assert note is not None and "under spark-submit" in note
     assert "spark://h:7077" in note and "spark.executor.memory=2g" in note
-    assert applier.api.spark_note(SparkSettings()) is None  # nothing given: nothing to say
+    assert spark_note(SparkSettings()) is None  # nothing given: nothing to say
 
 
 def _run_args(*args: str) -> Any:

@@ -118,7 +118,7 @@ def test_quick_jit_is_asked_for_and_the_environment_rules(monkeypatch) -> None:
 def test_a_small_run_is_a_small_generated_stream_or_small_change_files(tmp_path) -> None:
     import dataclasses
 
-    from applier.api import small_run
+    from applier.api.session import small_run
     from applier.config import demo_config
     from applier.sources.formats import Options
     from applier.sparkenv.session import QUICK_JIT_COMMANDS
