@@ -1,7 +1,7 @@
 """The pytest plugin shipped with applier (entry point ``pytest11``: loaded wherever applier is
 installed). Fixtures:
 
-- ``applier_spark`` (session): a local Spark session (:func:`applier.sparkenv.spark_session`);
+- ``applier_spark`` (session): a local Spark session (:func:`applier.sparkenv.session.spark_session`);
 - ``applier_target`` (session): the subscriber server, started once and stopped at the end:
   ``--applier-target`` if given, else the ``APPLIER_TARGET`` environment variable, else the
   embedded PostgreSQL. ``mssql`` / ``postgres-container`` need a Docker engine, ``babelfish``
@@ -96,7 +96,7 @@ def applier_spark(pytestconfig: pytest.Config) -> Iterator[SparkSession]:
     """A local Spark session for the whole test session (the active one if there is one)."""
     from pyspark.sql import SparkSession
 
-    from applier.sparkenv import spark_session
+    from applier.sparkenv.session import spark_session
 
     had = SparkSession.getActiveSession() is not None
     spark = spark_session(int(pytestconfig.getoption("applier_spark_slots", DEFAULT_SLOTS)), quick_jit=True)

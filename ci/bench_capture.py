@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import applier  # noqa: E402
-from applier.sparkenv import spark_session  # noqa: E402
+from applier.sparkenv.session import spark_session  # noqa: E402
 from tests.support.debezium_capture import write_debezium_capture  # noqa: E402
 
 

@@ -12,9 +12,9 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark():  # type: ignore[no-untyped-def]
-    from applier.sparkenv import spark_session
+    from applier.sparkenv.session import spark_session
 
-    # the suite's runs are small: C1 alone (sparkenv.QUICK_JIT; APPLIER_JIT=full overrides)
+    # the suite's runs are small: C1 alone (sparkenv.session.QUICK_JIT; APPLIER_JIT=full overrides)
     s = spark_session(8, app="applier-tests", quick_jit=True)
     yield s
     s.stop()

@@ -14,7 +14,8 @@ from typing import Any
 from applier.apply.bulk import BulkCall
 from applier.apply.failure import Chunk, Failure, Row, commands
 from applier.apply.locate import culprit, same_kind
-from applier.dialects.base import Classified, Dialect
+from applier.dialects.base import Dialect
+from applier.dialects.conflicts import Classified
 from applier.plan.calls import Call, Planner
 
 # A chunk of more than one command starts with this savepoint (and releases it at its end):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from applier.dialects.base import ConflictClass
+from applier.dialects.conflicts import ConflictClass
 
 # A piece of statements run again: (first, end) -> the class of the error it raised, or None
 # when it succeeded (its work is then kept and the next piece runs after it).

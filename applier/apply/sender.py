@@ -27,7 +27,8 @@ from applier.apply.bulk import BulkCall, bulk_calls
 from applier.apply.failure import Chunk, Failure, Row, commands, short
 from applier.apply.gate import GateClient
 from applier.apply.share import Share
-from applier.dialects.base import Classified, Dialect
+from applier.dialects.base import Dialect
+from applier.dialects.conflicts import Classified
 from applier.plan.calls import Call, Planner
 from applier.records.schema import SHARE_FIELDS
 from applier.targets.connection import RENEW
@@ -132,7 +133,7 @@ class Sender(Blame):
         """This connection's figures for its stream's summary event, as JSON: SQL seconds,
         ``extra`` (the apply model's own), round trips, reconnects and which executor (and
         host) ran the stream."""
-        from applier.sparkenv import executor_id
+        from applier.sparkenv.slots import executor_id
 
         return json.dumps(
             {

@@ -33,7 +33,8 @@ from applier.apply.job import StreamJob
 from applier.apply.rendezvous import Address, Coordinator
 from applier.errors import ApplierError, ConfigError, TargetError
 from applier.plan.columns import row_bytes_bound
-from applier.sparkenv import DISK_ONLY_ABOVE, arrow_batches_by_rows, local_slots, write_run_parquet
+from applier.sparkenv import DISK_ONLY_ABOVE, arrow_batches_by_rows, write_run_parquet
+from applier.sparkenv.slots import local_slots
 
 Task = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 MakeTask = Callable[[StreamJob, Address], Task]

@@ -2,5 +2,5 @@
 
 Nothing in applier imports this package: its training job exercises the stages (generate,
 partition, lay out, cache, the digest oracle, the diff) to load their classes, so it sits
-outside the layers it exercises. ``applier.sparkenv`` owns the archive itself.
+outside the layers it exercises. ``applier.sparkenv.classdata`` owns the archive itself.
 """

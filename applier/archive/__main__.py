@@ -1,6 +1,6 @@
 """``python -m applier.archive``: record the class-data archive unless it is there.
 
-``--train`` is the child the recording runs (``applier.sparkenv.record_class_archive``): a small
+``--train`` is the child the recording runs (``applier.sparkenv.classdata.record_class_archive``): a small
 run of the stages' Spark work, no database, whose JVM writes the archive when it exits.
 """
 
@@ -18,7 +18,9 @@ from applier.partition.strategies import partition, with_rounds
 from applier.records.schema import SNAPSHOT_SCHEMA
 from applier.sources.dataset import generate
 from applier.sources.hazards import effective_config
-from applier.sparkenv import cache_level, record_class_archive, spark_session
+from applier.sparkenv import cache_level
+from applier.sparkenv.classdata import record_class_archive
+from applier.sparkenv.session import spark_session
 from applier.verify.diff import diff_all
 from applier.verify.oracle import digest_diff, oracle
 

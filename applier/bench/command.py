@@ -141,10 +141,12 @@ def cmd_bench(a: argparse.Namespace) -> int:
     if a.commands < a.transaction_size or a.transaction_size < 1 or a.rows < 16:
         raise ConfigError("bench needs --commands >= --transaction-size >= 1 and --rows >= 16")
     if a.html:
-        import applier.api
+        import applier.api.paths
 
         # refused before the bench starts, not after it
-        applier.api.check_paths(None, None, (), a.html, None, names={"report": "--html", "work_dir": "--out"})
+        applier.api.paths.check_paths(
+            None, None, (), a.html, None, names={"report": "--html", "work_dir": "--out"}
+        )
     say: Callable[[str], None] = (lambda _: None) if a.quiet else (lambda m: print(f"- {m}", flush=True))
     bs = BenchStream.of(a.commands, a.rows, a.transaction_size, a.commit_batch_size, a.seed)
     out = Path(a.out)
@@ -217,7 +219,7 @@ def run_bench(
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "node": platform.node()},
     }
-    from applier.sparkenv import spark_session
+    from applier.sparkenv.session import spark_session
 
     # Spark generates the stream (sources.columnar), so every part needs it once; its start is
     # reported apart (spark_start_seconds), not in applier's end to end (a warm run's).

@@ -64,8 +64,10 @@ naming the table, the column, its type and this reason (:mod:`applier.catalog.mo
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from applier.articles import SqlType
+from applier.catalog.tsqltypes import Alias
 from applier.errors import ConfigError
 
 # Internal and alias names -> the canonical base name used below.
@@ -293,3 +295,38 @@ def _fraction(a: int | None, text: str) -> int:
     if not 0 <= a <= 6:
         raise _refuse(text, "fractional seconds precision must be 0..6")
     return a
+
+
+_PG_NAME = re.compile(
+    r'^\s*((?:"(?:[^"]|"")*"|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:"(?:[^"]|"")*"|[A-Za-z_][\w$]*))*)\s*$'
+)
+_PG_PART = re.compile(r'"(?:[^"]|"")*"|[A-Za-z_][\w$]*')
+
+
+def _user_type_name(text: str) -> str | None:
+    """A user type's name as PostgreSQL resolves it (unquoted folded), or None if not a name."""
+    m = _PG_NAME.match(text)
+    if not m:
+        return None
+    parts = _PG_PART.findall(m.group(1))
+    last = parts[-1]
+    return str(last[1:-1].replace('""', '"') if last.startswith('"') else last.lower())
+
+
+def ddl_type(text: str, aliases: Mapping[str, Alias]) -> tuple[SqlType, str, bool | None, bool]:
+    """A column's type as a DDL script writes it: (type, note, the nullability its domain says,
+    serial); a domain or an enum of the script (``aliases``, by name) is followed to what it is."""
+    name = _user_type_name(text)
+    if name is not None and name in aliases:
+        alias = aliases[name]
+        if alias.carried is not None:
+            return alias.carried, alias.note, alias.nullable, False
+        if alias.base is None:
+            raise ConfigError(alias.why)
+        try:
+            t, note, _, serial = ddl_type(alias.base, {k: v for k, v in aliases.items() if k != name})
+        except ConfigError as e:
+            raise ConfigError(f"domain {name} over {alias.base}: {e}") from None
+        return t, note, alias.nullable, serial
+    serial = is_serial(text)
+    return sql_type(text), "", False if serial else None, serial

@@ -70,7 +70,8 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from applier.articles import SqlType
-from applier.dialects.base import Classified, ConflictClass, TypedNull
+from applier.dialects.base import TypedNull
+from applier.dialects.conflicts import Classified, ConflictClass
 from applier.dialects.tsql import TsqlDialect
 
 # A duplicate's message is PostgreSQL's: duplicate key value violates unique constraint "name"

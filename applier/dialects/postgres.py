@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from applier.articles import Article, Column, SqlType
-from applier.dialects.base import Classified, ConflictClass, Dialect
+from applier.dialects.base import Dialect
+from applier.dialects.conflicts import Classified, ConflictClass
 
 ROW_NOT_FOUND_SQLSTATE = "RP598"
 

@@ -29,9 +29,9 @@ apply to both. One difference remains: RAISERROR leaves the transaction open, TH
 batch (and under ``XACT_ABORT ON`` rolls back); the apply loop rolls back after any error, so
 both end in the same state.
 
-Classification uses SQL Server's native error number (pyodbc prints it as ``(NNNN)``
-after the text; see :func:`native_code`) and SQLSTATE class 08 for
-lost connections, never English text.
+Classification uses SQL Server's native error number and SQLSTATE class 08 for lost
+connections, never English text (:mod:`applier.dialects.tsqlerrors`). Rows sent as one JSON
+text are read as :mod:`applier.dialects.openjson` says.
 """
 
 from __future__ import annotations
@@ -42,37 +42,24 @@ import struct
 from typing import Any, ClassVar
 
 from applier.articles import Article, SqlType, Syntax
-from applier.dialects.base import OPS, Classified, ConflictClass, Dialect
+from applier.dialects import tsqlerrors
+from applier.dialects.base import Dialect
 from applier.dialects.batches import split_batches
+from applier.dialects.conflicts import Classified
+from applier.dialects.openjson import OpenJson
+from applier.dialects.procedures import OPS
+from applier.dialects.tsqlerrors import (
+    BY_NATIVE,
+    NAMED_AT,
+    NO_TRANSACTION,
+    ROW_NOT_FOUND,
+    ROW_NOT_FOUND_THROWN,
+    native_code,
+)
 
-ROW_NOT_FOUND = 20598
-ROW_NOT_FOUND_THROWN = 120598  # THROW's number in the stand-in sp_MSreplraiserror (support_sql)
 ROW_NOT_FOUND_PARAM3 = {"U": 13233, "D": 13234}  # sp_MSreplraiserror @param3, as SQL Server 2016+
-NO_TRANSACTION = 3903  # "The ROLLBACK TRANSACTION request has no corresponding BEGIN TRANSACTION"
 KEY_TEXT_WIDTH = 100  # @primarykey_text nvarchar(100), as SQL Server 2016+ declares it
 
-# native error number -> (class, transient)
-_BY_NATIVE: dict[int, tuple[ConflictClass, bool]] = {
-    ROW_NOT_FOUND: (ConflictClass.ROW_NOT_FOUND, False),
-    ROW_NOT_FOUND_THROWN: (ConflictClass.ROW_NOT_FOUND, False),
-    2601: (ConflictClass.UNIQUE_INDEX, False),  # duplicate key row in a unique index
-    2627: (ConflictClass.DUPLICATE_KEY, False),  # PRIMARY KEY / UNIQUE constraint
-    547: (ConflictClass.FOREIGN_KEY, False),  # statement conflicted with a FOREIGN KEY (or CHECK)
-    1222: (ConflictClass.LOCK_TIMEOUT, True),  # lock request time out period exceeded: retried
-    1205: (ConflictClass.DEADLOCK, True),  # chosen as deadlock victim: rerun the transaction
-}
-# Server-side numbers that mean the session is gone even when the SQLSTATE is not 08xxx.
-_LOST_NATIVE = {
-    233,  # no process is on the other end of the pipe
-    596,  # session is in the kill state
-    6005,  # SHUTDOWN is in progress
-    10053,  # TCP: connection aborted by the software in the host
-    10054,  # TCP: connection forcibly closed by the remote host
-}
-# Driver-side SQLSTATEs of a broken link (ODBC class 08: connection exception).
-_LOST_STATE_PREFIX = "08"
-# FreeTDS's "Unexpected EOF from the server" (TDSESEOF): the server closed the socket mid-reply.
-_FREETDS_EOF = 20017
 
 _SAVEPOINT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
 _SYSNAME_MAX = 128
@@ -88,58 +75,6 @@ _MAX_LENGTH = {
 _MAX_ALLOWED = {"varchar", "nvarchar", "varbinary"}
 
 
-# pyodbc formats every diagnostic record as "[SQLSTATE] [vendor][driver][server]text (native)",
-# appends " (SQLFunctionW)" to the first record only, and joins further records with "; ".
-# Microsoft's ODBC drivers and FreeTDS both pass the server's message number as the native
-# error, so the number is the "(NNNN)" closing the FIRST record; a "(1)" inside the text (for
-# instance "The duplicate key value is (1).") is data, not the number.
-_RECORD_SEP_RE = re.compile(r";\s*(?=\[[0-9A-Z]{5}\])")
-_NATIVE_TAIL_RE = re.compile(r"\((-?\d+)\)\s*(?:\(SQL[A-Za-z]+\))?\s*$")
-
-
-# The constraint or index a message names, by its place among the quoted names (the first
-# diagnostic record only): 2627 "Violation of PRIMARY KEY constraint 'c'. Cannot insert
-# duplicate key in object 't'"; 2601 "Cannot insert duplicate key row in object 't' with unique
-# index 'i'"; 547 'The INSERT statement conflicted with the FOREIGN KEY constraint "c"'.
-_NAMED_AT: dict[int, tuple[re.Pattern[str], int]] = {
-    2627: (re.compile(r"'([^']*)'"), 0),
-    2601: (re.compile(r"'([^']*)'"), 1),
-    547: (re.compile(r'"([^"]*)"'), 0),
-}
-
-
-def _constraint(
-    native: int | None, message: str, named_at: dict[int, tuple[re.Pattern[str], int]]
-) -> str | None:
-    if native not in named_at:
-        return None
-    quoted, at = named_at[native]
-    names = quoted.findall(_RECORD_SEP_RE.split(message, maxsplit=1)[0])
-    return names[at] if len(names) > at else None
-
-
-def _json_escaped(ch: str) -> str:
-    """``ch`` in a JSON string: itself if a letter, a digit or _, else \\uXXXX (a UTF-16
-    surrogate pair beyond the Basic Multilingual Plane)."""
-    if ch.isalnum() or ch == "_":
-        return ch
-    code = ord(ch)
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    code -= 0x10000
-    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
-
-
-def native_code(message: str) -> int | None:
-    """SQL Server's native error number as pyodbc prints it, or None (none, or 0)."""
-    first = _RECORD_SEP_RE.split(message, maxsplit=1)[0]
-    m = _NATIVE_TAIL_RE.search(first)
-    if not m:
-        return None
-    n = int(m.group(1))
-    return n if n > 0 else None
-
-
 SQL_SS_TIMESTAMPOFFSET = -155  # the driver's type of a datetimeoffset column (msodbcsql.h)
 
 
@@ -151,13 +86,13 @@ def datetimeoffset_of(raw: bytes) -> dt.datetime:
     return dt.datetime(y, mo, d, h, mi, sec, ns // 1000, tz)
 
 
-class TsqlDialect(Dialect):
+class TsqlDialect(Dialect, OpenJson):
     name: ClassVar[str] = "tsql"
     language: ClassVar[str] = "tsql"
     template_dir: ClassVar[str] = "tsql"
     SCRIPT_SEPARATOR: ClassVar[str] = "\ngo\n"  # sqlcmd and SSMS run a script batch by batch
     STATEMENT_END: ClassVar[str] = ""
-    KNOWN_CODES: ClassVar[frozenset[str]] = frozenset(str(n) for n in _BY_NATIVE)
+    KNOWN_CODES: ClassVar[frozenset[str]] = frozenset(str(n) for n in BY_NATIVE)
     ODBC_DRIVER_HINTS: ClassVar[tuple[str, ...]] = ("sql server", "freetds", "tdsodbc", "msodbcsql")
     ZERO_ROW_TEST: ClassVar[re.Pattern[str]] = re.compile(r"@@rowcount|\browcount_big\s*\(", re.I)
     RAISE_TEST: ClassVar[re.Pattern[str]] = re.compile(
@@ -195,7 +130,7 @@ class TsqlDialect(Dialect):
     DROP_COLUMN_DROPS_DEPENDENTS: ClassVar[bool] = False
     # Where a duplicate's (2627, 2601) or a foreign key's (547) message names the constraint:
     # (pattern, which match), on the first diagnostic record.
-    CONSTRAINT_NAMED_AT: ClassVar[dict[int, tuple[re.Pattern[str], int]]] = _NAMED_AT
+    CONSTRAINT_NAMED_AT: ClassVar[dict[int, tuple[re.Pattern[str], int]]] = NAMED_AT
     # The view that says which session blocks which (controlled schedules' lock observation).
     LOCK_WAITS_SQL: ClassVar[str] = (
         "SELECT r.session_id, CAST(r.blocking_session_id AS varchar(12)) FROM sys.dm_exec_requests r "
@@ -421,40 +356,12 @@ class TsqlDialect(Dialect):
         groups = [args[i : i + n] for i in range(0, len(args), n)]  # pieces come in pairs: >= 2 each
         return self.render("row_hash.sql.j2", groups=groups).strip()
 
-    # -- errors ----------------------------------------------------------------------
+    # -- errors (applier.dialects.tsqlerrors) ------------------------------------------
     def classify(self, exc: BaseException) -> Classified:
-        """pyodbc errors carry (sqlstate, message); the native number ends the message."""
-        args: tuple[object, ...] = tuple(getattr(exc, "args", ()))
-        if len(args) >= 2:
-            state, message = str(args[0]), str(args[1])
-        else:
-            state, message = "", str(args[0]) if args else str(exc)
-        native = native_code(message)
-        lost = state.startswith(_LOST_STATE_PREFIX) or native in _LOST_NATIVE
-        if native in _BY_NATIVE and not lost:
-            cls, transient = _BY_NATIVE[native]
-            code = str(ROW_NOT_FOUND) if cls is ConflictClass.ROW_NOT_FOUND else str(native)
-            return Classified(
-                cls,
-                code,
-                transient,
-                message=message,
-                constraint=_constraint(native, message, self.CONSTRAINT_NAMED_AT),
-            )
-        code = str(native) if native is not None else (state or "?")
-        return Classified(ConflictClass.OTHER, code, lost, connection_lost=lost, message=message)
+        return tsqlerrors.classify(exc, self.CONSTRAINT_NAMED_AT)
 
     def ambiguous(self, c: Classified) -> bool:
-        """No server number and SQLSTATE HY000: FreeTDS's "Unknown error (0)", which is what a
-        statement gets on a session Babelfish ended (KILL, pg_terminate_backend: the FATAL has
-        no T-SQL number); the statement after it gets 08S01. Or FreeTDS's own "Unexpected EOF
-        from the server (20017)" (SQLSTATE 01000): a statement running when its session was
-        ended (20017 is also a server message number: the connection is asked)."""
-        return (
-            c.cls is ConflictClass.OTHER
-            and not c.connection_lost
-            and (c.code == "HY000" or c.code == str(_FREETDS_EOF))
-        )
+        return tsqlerrors.ambiguous(c)
 
     # -- connections and bookkeeping -------------------------------------------------
     def on_connect(self, conn: Any) -> None:
@@ -526,89 +433,11 @@ class TsqlDialect(Dialect):
 
     # -- set-based apply and the skip policy --
     # Set-based apply (sql/tsql/set_apply.sql.j2, bulk_insert.sql.j2): the rows travel as one
-    # JSON text read by OPENJSON ... WITH (SQL Server 2016+, database compatibility level 130+).
+    # JSON text read by OPENJSON ... WITH (SQL Server 2016+, database compatibility level 130+),
+    # as applier.dialects.openjson writes it.
     SET_APPLY: ClassVar[bool] = True
-    # The type OPENJSON ... WITH reads a member as where the column's own type cannot read the
-    # value as applier encodes it (applier.values): bytes are base64 text, which OPENJSON decodes
-    # into varbinary; datetime and smalldatetime refuse text with more than three fractional
-    # digits (datetime2 reads all six, then rounds to the column as a bound value does); text,
-    # ntext, image, xml and hierarchyid are read as the text or bytes they convert from.
-    JSON_READ_TYPES: ClassVar[dict[str, str]] = {
-        "binary": "varbinary(max)",
-        "varbinary": "varbinary(max)",
-        "image": "varbinary(max)",
-        "timestamp": "varbinary(max)",
-        "rowversion": "varbinary(max)",
-        "text": "varchar(max)",
-        "ntext": "nvarchar(max)",
-        "xml": "nvarchar(max)",
-        "hierarchyid": "nvarchar(4000)",
-        "datetime": "datetime2(7)",
-        "smalldatetime": "datetime2(7)",
-    }
-    # A table variable's column for a type it cannot hold (the deprecated LOB types).
-    HELD_TYPES: ClassVar[dict[str, str]] = {
-        "text": "varchar(max)",
-        "ntext": "nvarchar(max)",
-        "image": "varbinary(max)",
-    }
     # The error the skip policy's rollback raises when the savepoint cannot be rolled back to.
     SKIP_NOT_HONOURED: ClassVar[int] = 50000
-
-    # How a base64 member read as text becomes bytes, where OPENJSON ... WITH does not decode
-    # base64 into varbinary itself ({}: the member; None: it does, as SQL Server's does).
-    JSON_BASE64_DECODE: ClassVar[str | None] = None
-
-    def json_type(self, t: SqlType) -> str:
-        """The type OPENJSON ... WITH reads a column's JSON member as."""
-        if self.JSON_BASE64_DECODE and t.kind == "bytes":
-            return "nvarchar(max)"
-        return self.JSON_READ_TYPES.get(t.base) or self.type_sql(t)
-
-    # Whether OPENJSON ... WITH gives a string member's text unescaped, as SQL Server does.
-    # Where it does not (Babelfish 4.3 returns x\"y for "x\"y", even for \u0022), the row's
-    # object is read too (AS JSON) and a string member is taken from it by JSON_TEXT_SQL ({row}:
-    # the object, {name}: the member's name as a literal).
-    JSON_TEXT_UNESCAPED: ClassVar[bool] = True
-    JSON_TEXT_SQL: ClassVar[str] = ""
-
-    def json_value(self, alias: str, c: dict[str, Any], row: str) -> str:
-        """The value of column ``c`` (a template column) in the OPENJSON row ``alias`` as the
-        column takes it; ``row``: the member holding the row's object where that is read."""
-        t: SqlType = c["col"].type
-        if self.JSON_BASE64_DECODE and t.kind == "bytes":
-            return self.JSON_BASE64_DECODE.format(f"{alias}.{c['q']}")
-        if not self.JSON_TEXT_UNESCAPED and t.kind == "str":
-            return self.JSON_TEXT_SQL.format(row=f"{alias}.{self.quote(row)}", name=self.literal(c["name"]))
-        return f"{alias}.{c['q']}"
-
-    def json_row_name(self, article: Article) -> str:
-        """The OPENJSON member holding a row's whole object: a name no column has."""
-        name = "_row"
-        while name in article.column_names:
-            name = "_" + name
-        return name
-
-    def held_type(self, t: SqlType) -> str:
-        """A set procedure's table variable column for a column of type t."""
-        return self.HELD_TYPES.get(t.base) or self.type_sql(t)
-
-    def json_path(self, name: str) -> str:
-        """The JSON path of the image member ``name``: ``$."name"``, the name written as a JSON
-        string ("JSON Path expressions": a key with special characters is quoted), so any
-        column name reaches its member; the path travels as a literal (:meth:`literal`)."""
-        import json
-
-        return '$."' + json.dumps(name, ensure_ascii=False)[1:-1] + '"'
-
-    def json_path_literal(self, name: str) -> str:
-        """:meth:`json_path` as the literal OPENJSON ... WITH takes: N'...' (any name), or '...'
-        where the engine takes no Unicode literal there (:attr:`JSON_PATH_UNICODE`)."""
-        if self.JSON_PATH_UNICODE:
-            return self.literal(self.json_path(name))
-        # There (Babelfish) a space or a quote in a path also ends the engine's jsonpath text
-        # early: every character but a letter, a digit or _ travels as its JSON escape.
-        return "'$.\"" + "".join(_json_escaped(ch) for ch in name) + "\"'"
 
     def set_procedure_sql(self, article: Article, op: str) -> str | None:
         """drop-if-exists, GO, then the set procedure of op (one parameter, ``@rows

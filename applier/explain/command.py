@@ -15,7 +15,7 @@ def cmd_streams(
     from pyspark.sql import functions as F
 
     from applier.explain import describe_key, stream_map
-    from applier.sparkenv import spark_session
+    from applier.sparkenv.session import spark_session
 
     config = config_of(a)
     capture = capture_of(a)

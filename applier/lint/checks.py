@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from applier.articles import Article
-from applier.dialects.base import OPS, ConflictClass, Dialect
+from applier.dialects.base import Dialect
+from applier.dialects.conflicts import ConflictClass
+from applier.dialects.procedures import OPS
 from applier.errors import ApplierError
 from applier.plan.calls import call_params
 

@@ -104,7 +104,7 @@ def cmd_capacity(a: argparse.Namespace, make_config: Callable[[argparse.Namespac
     from applier.errors import ConfigError
     from applier.loadtest.capacity import DEFAULT_THRESHOLDS, search, table_lines
     from applier.loadtest.options import seconds
-    from applier.sparkenv import spark_session
+    from applier.sparkenv.session import spark_session
 
     try:
         streams = [int(x) for x in a.streams_list.split(",") if x.strip()]

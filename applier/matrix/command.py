@@ -70,7 +70,7 @@ def cmd_matrix(a: argparse.Namespace) -> int:
     from rich.table import Table
 
     import applier
-    import applier.api
+    import applier.api.paths
     from applier.config import MODELS, WORKLOADS, ErrorPolicy, RunSettings, demo_config
     from applier.errors import ConfigError
     from applier.matrix import cells, run_matrix
@@ -88,7 +88,7 @@ def cmd_matrix(a: argparse.Namespace) -> int:
         ErrorPolicy.parse(pol)
     for option, path in (("--report", a.report), ("--html", a.html), ("--junit", a.junit)):
         # refused before the first cell runs, not after the last
-        applier.api.check_paths(
+        applier.api.paths.check_paths(
             None, None, (), path, None, names={"report": option, "work_dir": "--work-dir"}
         )
     console = Console()

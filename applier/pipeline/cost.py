@@ -146,10 +146,10 @@ _METER: ContextVar[CostMeter | None] = ContextVar("applier_cost_meter", default=
 def meter_for(spark: SparkSession) -> CostMeter:
     """A meter for one run in ``spark``; worker start is read where this process started a
     local Spark (its worker folder), None otherwise (a cluster's workers write on their hosts)."""
-    from applier import sparkenv
+    from applier.sparkenv.session import started_worker_log
 
     local = str(spark.sparkContext.master).startswith("local")
-    return CostMeter(spark, sparkenv.started_worker_log() if local else None)
+    return CostMeter(spark, started_worker_log() if local else None)
 
 
 @contextlib.contextmanager

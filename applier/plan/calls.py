@@ -32,7 +32,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from applier.articles import Article, Syntax
-from applier.dialects.base import Dialect, bit_of, bitmap_width
+from applier.dialects.base import Dialect
+from applier.dialects.procedures import bit_of, bitmap_width
 from applier.plan.columns import value_columns
 from applier.values import dumps_image, param_converter
 

@@ -93,7 +93,7 @@ def _inputs(p: argparse.ArgumentParser) -> None:
 
 
 def _spark(streams: int) -> Any:
-    from applier.sparkenv import spark_session
+    from applier.sparkenv.session import spark_session
 
     return spark_session(max(streams, 2), quick_jit=True)
 
@@ -109,7 +109,7 @@ def _target(spec: str | None) -> Any:
 
 
 def cmd_explore(a: argparse.Namespace, make_config: Callable[[argparse.Namespace], Any]) -> int:
-    import applier.api
+    import applier.api.paths
     from applier.errors import ConfigError
     from applier.repro.explore import Try, explore
 
@@ -121,7 +121,7 @@ def cmd_explore(a: argparse.Namespace, make_config: Callable[[argparse.Namespace
     if a.budget < 1:
         raise ConfigError(f"--budget: at least 1 try, got {a.budget}")
     config = make_config(a)
-    applier.api.check_paths(
+    applier.api.paths.check_paths(
         a.changes,
         a.snapshot,
         a.custom_sql or [],

@@ -47,8 +47,8 @@ def test_a_run_s_cost_counts_its_jobs_per_phase_and_a_warm_run_starts_no_worker(
 
 
 def test_the_suite_s_jvm_compiles_with_c1_alone(spark) -> None:
-    """Its runs are small (sparkenv.QUICK_JIT): the session asked for it, the JVM got it."""
-    from applier.sparkenv import QUICK_JIT, quick_jit_chosen
+    """Its runs are small (sparkenv.session.QUICK_JIT): the session asked for it, the JVM got it."""
+    from applier.sparkenv.session import QUICK_JIT, quick_jit_chosen
 
     jvm = spark.sparkContext._jvm
     args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
@@ -121,12 +121,12 @@ def test_the_stream_tasks_digest_is_the_digest_of_the_events_they_wrote(
 
 
 def test_the_workers_warm_up_runs_one_task_in_a_group_of_its_own(spark) -> None:
-    """``api.warm_workers``: the daemon and the JVM's Arrow path started in the background (the
+    """``api.session.warm_workers``: the daemon and the JVM's Arrow path started in the background (the
     CLI's session, while the target starts); it must run (it swallows what fails: a failure
     shows here as a job that did not succeed) and stay out of the runs' phases (its own group)."""
     import time
 
-    from applier.api import warm_workers
+    from applier.api.session import warm_workers
 
     tracker = spark.sparkContext.statusTracker()
     before = set(tracker.getJobIdsForGroup("applier-warm-up"))

@@ -19,13 +19,13 @@ import pytest
 
 pytestmark = pytest.mark.integration
 
-# Starts a session in a thread, as api.start_spark does, and exits once the launcher or the JVM
+# Starts a session in a thread, as api.session.start_spark does, and exits once the launcher or the JVM
 # runs (before its gateway is up: ~2.5 s on these machines).
 SCRIPT = textwrap.dedent(
     """
     import sys, threading, time
     import psutil
-    from applier.sparkenv import spark_session
+    from applier.sparkenv.session import spark_session
     threading.Thread(target=spark_session, args=(2,), daemon=True).start()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

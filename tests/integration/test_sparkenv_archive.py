@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from applier.sparkenv import class_archive
+from applier.sparkenv.classdata import class_archive
 
 pytestmark = pytest.mark.integration
 

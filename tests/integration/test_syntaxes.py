@@ -19,7 +19,7 @@ import pytest
 from applier.apply.install import install
 from applier.articles import Article, Delivery
 from applier.config import parse_config
-from applier.dialects.base import ConflictClass
+from applier.dialects.conflicts import ConflictClass
 from applier.plan.calls import Planner
 from applier.targets.connection import connect
 from tests.support.runs import run

@@ -865,7 +865,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=31)
     p.add_argument("--streams", default="1,4,8", help="comma-separated N of the matrix")
     a = p.parse_args(argv)
-    from applier.sparkenv import spark_session
+    from applier.sparkenv.session import spark_session
 
     out = Path(a.out)
     streams = [int(n) for n in a.streams.split(",")]

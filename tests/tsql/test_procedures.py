@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from applier.articles import Article, Column, parse_type
-from applier.dialects.base import ConflictClass
+from applier.dialects.conflicts import ConflictClass
 from applier.dialects.tsql import TsqlDialect
 
 D = TsqlDialect()  # the engine's own (Babelfish's flags there): set by the conn fixture

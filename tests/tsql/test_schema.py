@@ -22,7 +22,7 @@ import pytest
 from applier.apply.barriers import apply_schema_change, apply_statement, schema_change_sql
 from applier.apply.install import add_constraints, install
 from applier.articles import Article, Column, parse_type
-from applier.dialects.base import bit_of
+from applier.dialects.procedures import bit_of
 from applier.dialects.tsql import TsqlDialect
 from applier.records.events import SchemaChange, SqlStatement, apply_change
 from applier.targets.endpoint import Endpoint

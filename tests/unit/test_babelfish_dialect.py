@@ -19,7 +19,7 @@ import sqlglot
 from applier.articles import Article, Column, parse_type
 from applier.dialects import DIALECTS, for_server
 from applier.dialects.babelfish import BabelfishDialect
-from applier.dialects.base import Classified, ConflictClass
+from applier.dialects.conflicts import Classified, ConflictClass
 from applier.dialects.tsql import TsqlDialect
 from applier.errors import UnsupportedError
 

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from applier import cli
+from applier.cli.run import print_where
 from applier.errors import TargetError
 from applier.report.live import Doing, LiveProgress, _Bar, _Eta
 from applier.targets import Target
@@ -351,7 +352,7 @@ def test_connection_strings_and_paths_are_printed_whole_on_an_80_column_console(
     log = tmp_path / ("spark-log-" + "y" * 80) / "spark.log"
     kept = EmbeddedPostgres(port=54321, keep=True)  # not started: its connection string is all --keep needs
     out = io.StringIO()
-    cli.print_where(Console(file=out, width=80), files, log, kept)
+    print_where(Console(file=out, width=80), files, log, kept)
     lines = out.getvalue().splitlines()
     reach = kept.connection_string()
     assert len(reach) > 80  # rich wrapped it over two lines before
@@ -368,7 +369,7 @@ def test_connection_strings_and_paths_are_printed_whole_on_an_80_column_console(
         port=54321, keep=True, listen="192.0.2.10", _password="s3cret-generated", _server="192.0.2.10"
     )
     out = io.StringIO()
-    cli.print_where(Console(file=out, width=80), {}, None, listening)
+    print_where(Console(file=out, width=80), {}, None, listening)
     (line,) = out.getvalue().splitlines()
     assert "s3cret-generated" not in line and "Pwd=***" in line and "Port=54321;" in line and len(line) > 80
 

@@ -7,7 +7,7 @@ import pytest
 
 from applier.articles import parse_type
 from applier.config import parse_config
-from applier.dialects.base import ConflictClass
+from applier.dialects.conflicts import ConflictClass
 from applier.dialects.postgres import PostgresDialect
 from applier.errors import UnsupportedError
 

@@ -143,7 +143,8 @@ def test_the_cli_and_the_api_follow_the_variable(monkeypatch):
 
     import applier.api
     import applier.cli
+    import applier.cli.run
 
-    assert "Target.parse(a.target" in inspect.getsource(applier.cli)
+    assert "Target.parse(a.target" in inspect.getsource(applier.cli.run)
     assert "Target.parse(target)" in inspect.getsource(applier.api._run)
     assert applier.cli.parser().parse_args(["run"]).target is None

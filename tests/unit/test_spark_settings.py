@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-import applier.api
 from applier import cli
+from applier.api.session import spark_note, spark_of
+from applier.cli.options import config_of, with_spark
 from applier.config import demo_config, load_config, with_overrides
 from applier.config.model import SparkSettings
 from applier.errors import ConfigError
-from applier.sparkenv import (
+from applier.sparkenv.slots import (
     Master,
     Slots,
     check_local_master,
@@ -137,7 +138,7 @@ def test_the_refusal_names_n_the_slots_and_the_fixes() -> None:
 @pytest.fixture
 def no_session(monkeypatch: pytest.MonkeyPatch) -> None:
     """No Spark session in this process (another test's would be the one a run uses)."""
-    monkeypatch.setattr("applier.sparkenv.SparkSession.getActiveSession", lambda: None)
+    monkeypatch.setattr("applier.sparkenv.slots.SparkSession.getActiveSession", lambda: None)
 
 
 def test_an_explicit_local_master_too_small_is_refused_before_spark_starts(no_session: None) -> None:
@@ -219,21 +220,21 @@ def test_spark_settings_survive_overrides_and_redact_secrets() -> None:
 
 def test_the_api_puts_its_spark_options_over_the_files() -> None:
     base = demo_config().replace(spark=SparkSettings("yarn", (("spark.a.b", "1"), ("spark.c", "2"))))
-    s = applier.api.spark_of(base, "local[3]", {"spark.c": "3"}, 4)
+    s = spark_of(base, "local[3]", {"spark.c": "3"}, 4)
     assert s == SparkSettings("local[3]", (("spark.a.b", "1"), ("spark.c", "3")), 4.0)
-    assert applier.api.spark_of(base) is base.spark
+    assert spark_of(base) is base.spark
     with pytest.raises(ConfigError, match=r"run\(\): spark\.master: not a Spark master URL"):
-        applier.api.spark_of(base, "nowhere")
+        spark_of(base, "nowhere")
 
 
 def test_under_spark_submit_given_settings_are_named_not_applied(monkeypatch: pytest.MonkeyPatch) -> None:
     s = SparkSettings("spark://h:7077", (("spark.executor.memory", "2g"),))
-    assert applier.api.spark_note(s) is None  # not under spark-submit: applied, no note
+    assert spark_note(s) is None  # not under spark-submit: applied, no note
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "12345")
-    note = applier.api.spark_note(s)
+    note = spark_note(s)
     assert note is not None and "under spark-submit" in note
     assert "spark://h:7077" in note and "spark.executor.memory=2g" in note
-    assert applier.api.spark_note(SparkSettings()) is None  # nothing given: nothing to say
+    assert spark_note(SparkSettings()) is None  # nothing given: nothing to say
 
 
 def _run_args(*args: str) -> Any:
@@ -256,10 +257,10 @@ def test_the_command_line_over_the_file(monkeypatch: pytest.MonkeyPatch) -> None
         "--master", "spark://h:7077", "--conf", "spark.a=2", "--conf", "spark.b=x=y", "--slot-wait", "3"
     )
     console = _Console()
-    s = cli._spark(a, base, console).spark
+    s = with_spark(a, base, console).spark
     assert s == SparkSettings("spark://h:7077", (("spark.a", "2"), ("spark.b", "x=y")), 3.0)
     assert console.lines == ["spark: spark://h:7077 (--master)"]
-    assert cli._spark(_run_args(), base, _Console()).spark == base.spark  # nothing given: the file's
+    assert with_spark(_run_args(), base, _Console()).spark == base.spark  # nothing given: the file's
 
 
 @pytest.mark.parametrize(
@@ -277,7 +278,7 @@ def test_bad_spark_options_name_the_option(
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     a = _run_args(*args)
     with pytest.raises(ConfigError, match=message):
-        cli._spark(a, cli._config(a), _Console())
+        with_spark(a, config_of(a), _Console())
 
 
 def test_under_spark_submit_the_command_line_says_what_it_does_not_apply(
@@ -286,6 +287,6 @@ def test_under_spark_submit_the_command_line_says_what_it_does_not_apply(
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "12345")
     console = _Console()
     a = _run_args("--master", "spark://h:7077", "--conf", "spark.executor.memory=2g", "--slot-wait", "5")
-    s = cli._spark(a, demo_config(), console).spark
+    s = with_spark(a, demo_config(), console).spark
     assert s == SparkSettings(slot_wait=5.0)  # nothing of the launcher's overridden
     assert len(console.lines) == 1 and console.lines[0].startswith("under spark-submit")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from applier.sparkenv import CDS_ENV, UNUSED_DAYS, ClassArchive, class_archive
+from applier.sparkenv.classdata import CDS_ENV, UNUSED_DAYS, ClassArchive, class_archive
 
 
 def test_archive_is_keyed_per_build_in_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -103,7 +103,7 @@ def test_stale_recordings_of_dead_processes_are_removed(tmp_path: Path) -> None:
 
 
 def test_quick_jit_is_asked_for_and_the_environment_rules(monkeypatch) -> None:
-    from applier.sparkenv import JIT_ENV, quick_jit_chosen
+    from applier.sparkenv.session import JIT_ENV, quick_jit_chosen
 
     monkeypatch.delenv(JIT_ENV, raising=False)
     assert quick_jit_chosen(True) and not quick_jit_chosen(False) and not quick_jit_chosen(None)
@@ -118,10 +118,10 @@ def test_quick_jit_is_asked_for_and_the_environment_rules(monkeypatch) -> None:
 def test_a_small_run_is_a_small_generated_stream_or_small_change_files(tmp_path) -> None:
     import dataclasses
 
-    from applier.api import small_run
+    from applier.api.session import small_run
     from applier.config import demo_config
     from applier.sources.formats import Options
-    from applier.sparkenv import QUICK_JIT_COMMANDS
+    from applier.sparkenv.session import QUICK_JIT_COMMANDS
 
     cfg = demo_config()
     assert small_run(cfg, None)  # 10,000 commands

@@ -19,8 +19,9 @@ import sqlglot
 from sqlglot import exp
 
 from applier.articles import _BASES, Article, Delivery, Syntax, parse_type
-from applier.dialects.base import ConflictClass
-from applier.dialects.tsql import TsqlDialect, native_code
+from applier.dialects.conflicts import ConflictClass
+from applier.dialects.tsql import TsqlDialect
+from applier.dialects.tsqlerrors import native_code
 from applier.errors import UnsupportedError
 from tests.support.tsql_articles import CASES, HOSTILE, KEY_ONLY, article
 from tests.support.tsql_reader import check_procedure, parse_condition, parse_leaf, statements

@@ -15,6 +15,9 @@ ODBC connection string or ``"embedded"`` / ``"postgres-container"`` / ``"mssql"`
 :class:`Endpoint` already reached (a database of a target started elsewhere).
 ``Target.embedded(listen="0.0.0.0")`` (or :func:`listening`) is reached by executors on other
 hosts: SCRAM-SHA-256 with a generated password, redacted wherever it could be shown.
+
+The Spark session a run starts is :mod:`applier.api.session`'s; the paths it checks before
+anything starts, :mod:`applier.api.paths`'.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -32,26 +34,20 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from applier import pipeline
+from applier.api.paths import check_paths, writable
+from applier.api.session import Starting, needed_slots, new_session, spark_note, spark_of
 from applier.apply.pace import round_size
 from applier.apply.rendezvous import Observer, observed
 from applier.config import Config, check_config, load_config
-from applier.config.fileformat import spark_settings
-from applier.config.model import SparkSettings
 from applier.config.thresholds import parse as parse_threshold
 from applier.errors import ConfigError, InputError, stop_of
 from applier.pipeline.rundir import finish_run_dir, prepare_run_dir
 from applier.report.files import write_reports
 from applier.report.json import run_report, unfinished_report
 from applier.results import RunResult, Verdict
-from applier.sources.files import check_inputs
-from applier.sources.formats import FORMATS, Options, format_class
-from applier.sparkenv import (
-    check_local_master,
-    check_slots,
-    choose_master,
-    spark_session,
-    under_spark_submit,
-)
+from applier.sources.formats import FORMATS, Options
+from applier.sparkenv.session import spark_session
+from applier.sparkenv.slots import check_local_master, check_slots, choose_master, under_spark_submit
 from applier.targets import Endpoint, Target, preflight
 
 __all__ = [
@@ -140,7 +136,7 @@ def run(
     ``wal2json2``, ``mssql-cdc``) and how to read it (:class:`applier.sources.formats.Options`);
     SQL Server CDC may be read from its source database (``capture.source``, no ``changes``).
     ``master`` / ``spark_conf`` / ``slot_wait``: the Spark master, properties and executor
-    wait of a new session, over the configuration's ``[spark]`` (:func:`spark_of`); a run
+    wait of a new session, over the configuration's ``[spark]`` (:func:`applier.api.session.spark_of`); a run
     needing more task slots than the session has is refused before anything is set up.
     ``explain_resets``: when most rounds reset, say why and what would run in parallel (a Spark
     job; the repro tools' tries, which read only their outcome, do without).
@@ -165,9 +161,9 @@ def run(
         check_paths(changes, snapshot, custom_sql, report, work_dir, capture=capture)
         for key, path in (("junit", junit), ("html", html)):
             if path is not None:
-                _writable(Path(path), key, False)
+                writable(Path(path), key, False)
         if out_dir is not None:
-            _writable(Path(out_dir), "out_dir", True)
+            writable(Path(out_dir), "out_dir", True)
             custom_sql = prepare_run_dir(out_dir, config, changes, snapshot, custom_sql, capture)
             report = report if report is not None else Path(out_dir) / "report.json"
         with observed(observer) if observer is not None else contextlib.nullcontext():
@@ -276,177 +272,6 @@ def write_unfinished(
         return {}
 
 
-def spark_of(
-    config: Config,
-    master: str | None = None,
-    spark_conf: Mapping[str, str] | None = None,
-    slot_wait: float | None = None,
-    source: str = "run()",
-) -> SparkSettings:
-    """The configuration's [spark] with these over it (``spark_conf`` over its conf), checked
-    as a file's would be (errors name ``source``)."""
-    if master is None and not spark_conf and slot_wait is None:
-        return config.spark
-    merged = config.spark.merged(master, spark_conf, slot_wait)
-    return spark_settings(merged.to_dict(redact=False), source)
-
-
-def spark_note(settings: SparkSettings) -> str | None:
-    """Under spark-submit, the line that says [spark] / --master / --conf are not applied."""
-    if not under_spark_submit() or (settings.master is None and not settings.conf):
-        return None
-    given = ", ".join(
-        [f"master {settings.master}"] * (settings.master is not None) + [f"{k}={v}" for k, v in settings.conf]
-    )
-    return f"under spark-submit: its --master and --conf rule; not applied: {given}"
-
-
-def needed_slots(config: Config) -> int:
-    """Task slots the run needs at once: its widest subscription's streams."""
-    return max([config.run.streams] + [s.streams or 0 for s in config.subscriptions])
-
-
-_API_NAMES = {"report": "report", "work_dir": "work_dir"}
-
-
-def check_paths(
-    changes: str | Path | None,
-    snapshot: str | Path | None,
-    custom_sql: Sequence[str | Path],
-    report: str | Path | None,
-    work_dir: str | Path | None,
-    names: Mapping[str, str] = _API_NAMES,
-    capture: Options | None = None,
-) -> None:
-    """Every path a run reads or writes, checked before anything starts (nothing is applied
-    and no report is written when one is wrong): the inputs (:func:`check_inputs`), the report
-    a file that can be written (its folder created if missing), the work folder a folder.
-    ``names``: how the caller names the outputs (the CLI: its options)."""
-    if capture is not None and capture.format != "canonical":
-        cls = format_class(capture.format)
-        if changes is None and capture.source is None:
-            raise InputError(f"--format {capture.format}: give --changes (or --source for mssql-cdc)")
-        check_inputs(changes, snapshot, custom_sql, cls.suffixes)
-    else:
-        check_inputs(changes, snapshot, custom_sql)
-    for key, path, folder in (("report", report, False), ("work_dir", work_dir, True)):
-        if path is not None:
-            _writable(Path(path), names[key], folder)
-
-
-def _writable(path: Path, name: str, folder: bool) -> None:
-    where = f"{name} {path}"
-    if path.is_dir() and not folder:
-        raise ConfigError(f"{where}: a folder; give the report's file name")
-    if path.exists() and not path.is_dir() and folder:
-        raise ConfigError(f"{where}: exists and is not a folder")
-    if path.exists() and not folder and not path.is_file():
-        raise ConfigError(f"{where}: not a regular file")
-    near = path.absolute()
-    while not near.exists() and near != near.parent:  # the nearest that exists: created below it
-        near = near.parent
-    if not near.is_dir() and near != path.absolute():
-        raise ConfigError(f"{where}: {near} is not a folder")
-    if not os.access(near, os.W_OK | (os.X_OK if near.is_dir() else 0)):
-        raise ConfigError(f"{where}: {near} is not writable")
-
-
-class Starting:
-    """``start()`` called in a thread of its own (a daemon: it never holds the process up);
-    ``result()`` waits for its value or raises what it raised."""
-
-    def __init__(self, start: Callable[[], Any]) -> None:
-        import threading
-
-        self._value: Any = None
-        self._error: BaseException | None = None
-
-        def run() -> None:
-            try:
-                self._value = start()
-            except BaseException as e:  # noqa: BLE001 - handed to result()
-                self._error = e
-
-        self._thread = threading.Thread(target=run, name="applier-spark-start", daemon=True)
-        self._thread.start()
-
-    def result(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-
-def start_spark(
-    config: Config, changes: str | Path | None = None, capture: Options | None = None
-) -> Starting | None:
-    """The session ``run(config, ...)`` would start, started now in the background (pass the
-    result as ``spark=``): the CLI starts it while it starts the target. None where ``run``
-    would refuse the configuration or use a session that exists (spark-submit, an active one):
-    ``run`` then does what it does without it."""
-    if under_spark_submit() or SparkSession.getActiveSession() is not None:
-        return None
-    try:
-        config = check_config(config)
-        config = config.replace(spark=spark_of(config, None, None, None))
-        slots = needed_slots(config)
-        check_local_master(choose_master(config.spark.master, "master"), slots)
-    except Exception:  # noqa: BLE001 - run() says what is wrong, with its reports
-        return None
-    return _session(config, slots, changes, capture)
-
-
-def _session(config: Config, slots: int, changes: str | Path | None, capture: Options | None) -> Starting:
-    """The new session of ``config``'s [spark] settings, started in the background (its JVM
-    with C1 alone for a small run)."""
-    s = config.spark
-    quick = small_run(config, changes, capture)
-
-    def start() -> SparkSession:
-        spark = spark_session(slots, master=s.master, conf=dict(s.conf), master_as="master", quick_jit=quick)
-        warm_workers(spark)
-        return spark
-
-    return Starting(start)
-
-
-def warm_workers(spark: SparkSession) -> None:
-    """Start Spark's Python daemon (``applier.sparkworker``: its imports, ~0.6 s) and the JVM's
-    path through an Arrow task, in the background, while the driver reads its input and installs
-    the target: the run's first job would otherwise wait for both. One task of one row, in a job
-    group of its own (not counted in any phase); a session stopped under it ends it."""
-    import threading
-
-    def warm() -> None:
-        try:
-            spark.sparkContext.setJobGroup("applier-warm-up", "start the Python workers", True)
-            spark.range(1, numPartitions=1).mapInArrow(lambda batches: batches, "id long").collect()
-        except Exception:  # noqa: BLE001,S110 - a warm-up only: the run's own jobs say what is wrong
-            pass
-
-    threading.Thread(target=warm, name="applier-warm-up", daemon=True).start()
-
-
-def small_run(config: Config, changes: str | Path | None, capture: Options | None = None) -> bool:
-    """A run small enough for a JVM that compiles with C1 alone (sparkenv.QUICK_JIT): a
-    generated stream of at most QUICK_JIT_COMMANDS commands, or change files of at most ~100
-    bytes a command of that (a capture read from its source database: not known, not small)."""
-    from applier.sparkenv import QUICK_JIT_COMMANDS
-
-    if capture is not None and capture.source is not None:
-        return False
-    if changes is None:
-        return config.workload.commands <= QUICK_JIT_COMMANDS
-    p = Path(changes)
-    if not p.exists():
-        return False  # not known (a URL, a cluster's path)
-    try:
-        files = [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file()]
-        return sum(f.stat().st_size for f in files) <= QUICK_JIT_COMMANDS * 100
-    except OSError:
-        return False
-
-
 def _run(
     config: Config,
     target: Target | Endpoint | str | None,
@@ -473,7 +298,7 @@ def _run(
                 logging.getLogger(__name__).warning(note)
             # Spark's JVM starts while the target does (each ~1.5-2.5 s): the target in this
             # thread, which keeps its signal handlers; the session in another.
-            starting = starting or _session(config, slots, changes, capture)
+            starting = starting or new_session(config, slots, changes, capture)
         if isinstance(target, Target) and not target.started:
             stack.enter_context(target)
         ends = endpoints(config, target)
@@ -582,7 +407,7 @@ def procedure_scripts(
     ``proc_schema`` override the configuration's ``run.proc_template`` / ``run.proc_schema``."""
     from applier.articles import Syntax
     from applier.dialects import DIALECTS
-    from applier.dialects.base import OPS
+    from applier.dialects.procedures import OPS
 
     if template is not None or proc_schema is not None:
         run = dataclasses.replace(
