@@ -16,8 +16,7 @@ import contextlib
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from itertools import groupby
 from typing import Any, TypeVar
 
@@ -26,7 +25,9 @@ from applier.apply.blame import Blame
 from applier.apply.bulk import BulkCall, bulk_calls
 from applier.apply.failure import Chunk, Failure, Row, commands, short
 from applier.apply.gate import GateClient
+from applier.apply.planned import Piece, PlannedShare, Run
 from applier.apply.share import Share
+from applier.apply.steps import Stepping
 from applier.dialects.base import Dialect
 from applier.dialects.conflicts import Classified
 from applier.plan.calls import Call, Planner
@@ -40,63 +41,7 @@ class _ReadAgain(Exception):
     """A read lost its connection and the sender has a new one: read again."""
 
 
-@dataclass(frozen=True)
-class Run:
-    """Consecutive rows of a share planned at once: ``count`` calls of one text, ``width``
-    values each, their values one after the other in ``params``."""
-
-    sql: str
-    width: int
-    start: int  # the first row's place in the share
-    count: int
-    params: list[Any]
-
-    def call(self, k: int) -> Call:
-        w = self.width
-        return Call(self.sql, tuple(self.params[k * w : (k + 1) * w]))
-
-
-class PlannedShare(Sequence[tuple[Row, Call]]):
-    """A share's calls (:meth:`Sender.calls`), as runs planned column by column where the plan
-    allows and as (row, call) pairs elsewhere; a sequence of (row, call) pairs like any calls
-    (built on first use: after an error, on a skip) that :meth:`Sender.send` sends by runs."""
-
-    def __init__(self, share: Share, parts: list[Run | list[tuple[Row, Call]]]) -> None:
-        self.share = share
-        self.parts = parts
-        self._pairs: list[tuple[Row, Call]] | None = None
-
-    def pairs(
-        self, part: Run | list[tuple[Row, Call]], a: int = 0, b: int | None = None
-    ) -> list[tuple[Row, Call]]:
-        """The (row, call) pairs of calls a..b-1 of one part."""
-        if not isinstance(part, Run):
-            return part[a:b]
-        b = part.count if b is None else b
-        rows = self.share.rows
-        return [(rows[part.start + k], part.call(k)) for k in range(a, b)]
-
-    @property
-    def all_pairs(self) -> list[tuple[Row, Call]]:
-        if self._pairs is None:
-            self._pairs = [x for part in self.parts for x in self.pairs(part)]
-        return self._pairs
-
-    def __len__(self) -> int:
-        return sum(p.count if isinstance(p, Run) else len(p) for p in self.parts)
-
-    def __getitem__(self, i: Any) -> Any:
-        return self.all_pairs[i]
-
-    def __iter__(self) -> Iterator[tuple[Row, Call]]:
-        return iter(self.all_pairs)
-
-
-# A piece of a chunk being cut from a planned share: calls a..b-1 of a run, or one call.
-_Piece = tuple[Run, int, int] | tuple[Row | None, Call]
-
-
-class Sender(Blame):
+class Sender(Blame, Stepping):
     """One connection's way of sending calls: chunked multi-statement batches. ``reconnect``
     opens a replacement when the connection is lost (:meth:`renew`)."""
 
@@ -144,41 +89,6 @@ class Sender(Blame):
                 "executor": executor_id(),
             }
         )
-
-    def attach(self, gate: GateClient | None) -> None:
-        """Take turns at ``gate`` (None: run free)."""
-        self.gate = gate
-        self._tell_session()
-
-    def _tell_session(self) -> None:
-        sql = self.dialect.backend_id_sql()
-        if self.gate is not None and sql is not None:
-            cur = self.conn.cursor()
-            pid = cur.execute(sql).fetchone()[0]
-            self.gate.pid(int(pid))
-
-    def _turn(self, kind: str, lsns: list[int]) -> tuple[int | None, float]:
-        seq = self.gate.turn(kind, lsns, self.anchor, self.round) if self.gate is not None else None
-        return seq, time.time()
-
-    def _done(self, seq: int | None, kind: str, lsns: list[int], result: Any, t0: float) -> str | None:
-        """Record the step; in a controlled stage end the turn (why it was cancelled, if it was)."""
-        cancelled = self.gate.done(result) if self.gate is not None else None
-        self.steps.append(
-            {
-                "seq": seq,
-                "kind": kind,
-                "round": self.round,
-                "lsns": lsns,
-                "anchor": self.anchor,
-                "result": result,
-                "t0": t0,
-                "t1": time.time(),
-            }
-        )
-        if lsns:
-            self.anchor = lsns[-1]
-        return cancelled
 
     def commit(self) -> None:
         """Commit the connection's work (a step of the schedule)."""
@@ -373,8 +283,8 @@ class Sender(Blame):
         have its width) instead of call by call; (row, call) pairs are built only for a chunk
         that failed and the chunks sent before it (to find the culprit)."""
         limit = self.dialect.MAX_PARAMS_PER_BATCH
-        chunk: list[_Piece] = []
-        sent: list[list[_Piece]] = []
+        chunk: list[Piece] = []
+        sent: list[list[Piece]] = []
         nparams = 0
 
         def flush() -> Failure | None:
@@ -416,7 +326,7 @@ class Sender(Blame):
         return None
 
     @staticmethod
-    def _pairs(planned: PlannedShare, pieces: Sequence[_Piece]) -> list[tuple[Row | None, Call]]:
+    def _pairs(planned: PlannedShare, pieces: Sequence[Piece]) -> list[tuple[Row | None, Call]]:
         out: list[tuple[Row | None, Call]] = []
         for piece in pieces:
             if isinstance(piece[0], Run):
@@ -426,7 +336,7 @@ class Sender(Blame):
                 out.append(piece)
         return out
 
-    def _execute_pieces(self, planned: PlannedShare, pieces: Sequence[_Piece]) -> Failure | None:
+    def _execute_pieces(self, planned: PlannedShare, pieces: Sequence[Piece]) -> Failure | None:
         """:meth:`_execute` of a chunk cut from a planned share."""
         lsns: list[int] = []
         texts: list[str] = []
@@ -468,31 +378,6 @@ class Sender(Blame):
             if x is not None
         ]
         return self._step_exec(lsns, lambda: self._execute_chunk(chunk))
-
-    def _step_exec(self, lsns: list[int], run: Callable[[], Failure | None]) -> Failure | None:
-        seq, t0 = self._turn("exec", lsns)
-        failure: Failure | None = None
-        try:
-            failure = run()
-        finally:
-            result: Any = (
-                "ok"
-                if failure is None
-                else {"class": failure.cls, "code": failure.code, "message": failure.message[:200]}
-            )
-            cancelled = self._done(seq, "exec", lsns, result, t0)
-        if failure is not None and cancelled is not None:
-            # The scheduler cancelled the statement: it waited in a wait-for cycle (a deadlock
-            # the scheduler resolved) or for a stream parked at a barrier (a lock timeout).
-            cls, code = ("deadlock", "40P01") if cancelled == "deadlock" else ("lock_timeout", "55P03")
-            why = (
-                "deadlock: a wait-for cycle among the streams (controlled schedule: this statement was the victim)"
-                if cancelled == "deadlock"
-                else "lock timeout: waiting for a lock a stream at the barrier holds (controlled schedule)"
-            )
-            failure = dataclasses.replace(failure, cls=cls, code=code, message=why, transient=True)
-            self.steps[-1]["result"] = {"class": cls, "code": code, "message": why}
-        return failure
 
     def _execute_chunk(self, chunk: Sequence[tuple[Row | None, Call]]) -> Failure | None:
         rows = commands(chunk, at_most=2)

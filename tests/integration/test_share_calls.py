@@ -11,7 +11,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from applier.apply.sender import PlannedShare, Sender
+from applier.apply.planned import PlannedShare
+from applier.apply.sender import Sender
 from applier.apply.share import Share, Shares
 from applier.config import parse_config
 from applier.dialects import DIALECTS
