@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import applier
-from applier.apply.install import LOADER_ROWS
+from applier.apply.snapshot import LOADER_ROWS
 from applier.sources import hazards
 from applier.sources.generator import LANES, generate_lane
 from applier.verify.scope import AUTO_MIN_ROWS
