@@ -23,10 +23,10 @@ snapshot again into tables created again (:func:`applier.pipeline.run._prepare`)
 known to hold at most ``range_rows`` rows is one range, found with no Spark job.
 
 **Cost.** One Spark job reads the keys for the sample (a generated snapshot is cached: that job
-builds the cache the load then reads); each row gets its range by a bisect over the
-boundaries (Python, in the tasks that read the snapshot), the rows are shuffled by range into up
-to ``partitions`` loaders (each with at least :data:`LOADER_ROWS` rows to load) and sorted by
-range, and each loader commits range after range.
+builds the cache the load then reads); each row gets its range in the JVM (a binary search over
+the boundaries written as nested CASE WHENs, :func:`range_column`), the rows are shuffled by
+range into up to ``partitions`` loaders (each with at least :data:`LOADER_ROWS` rows to load) and
+sorted by range, and each loader commits range after range.
 
 The subscriber's unique and foreign keys are not added here: the run adds them once, after the
 last range, in the transaction that records the load's phase (the snapshot may arrive in any
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from applier import failpoints
@@ -61,7 +61,6 @@ BULK_LOAD_ROWS = 10_000  # snapshot rows per statement where the dialect loads J
 # snapshot rows below which another loader (a task, a connection) costs more than it saves
 LOADER_ROWS = 20_000
 _SEP = "\0"  # between the article and the key text in the order the ranges follow
-_ASSIGNED = "article string, key string, image string, range int"
 
 
 def sample_every(range_rows: int) -> int:
@@ -110,6 +109,21 @@ def key_ranges(snapshot: DataFrame, range_rows: int = RANGE_ROWS, rows: int | No
     estimated = len(sample) * every
     n = max(1, min(len(sample), round(estimated / range_rows)))
     return KeyRanges(tuple(sample[(i * len(sample)) // n] for i in range(1, n)), estimated)
+
+
+def range_column(bounds: Sequence[str]) -> Column:
+    """The range of each row of (article, key) as a Spark column: :meth:`KeyRanges.of` as a binary
+    search unrolled into nested CASE WHENs (log2(ranges) comparisons a row). Spark compares strings
+    by their UTF-8 bytes, which orders them as Python orders them (by code point)."""
+    composite = F.concat(F.col("article"), F.lit(_SEP), F.col("key"))
+
+    def search(lo: int, hi: int) -> Column:  # the range among lo..hi whose bounds hold the row
+        if lo == hi:
+            return F.lit(lo)
+        mid = (lo + hi + 1) // 2  # range mid begins at bounds[mid - 1]
+        return F.when(composite >= F.lit(bounds[mid - 1]), search(mid, hi)).otherwise(search(lo, mid - 1))
+
+    return search(0, len(bounds)).cast("int")
 
 
 @dataclass(frozen=True)
@@ -163,19 +177,12 @@ def load_snapshot(
         have = int(snap._jdf.rdd().getNumPartitions())  # noqa: SLF001 - no Python RDD made
         spread = (snap.coalesce(1) if have > 1 else snap).withColumn("range", F.lit(0))
     else:
-        bounds, skip = ranges.bounds, frozenset(done)
-
-        def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            for b in batches:
-                arts, keys = b.column("article").to_pylist(), b.column("key").to_pylist()
-                nos = [bisect.bisect_right(bounds, f"{a}{_SEP}{k}") for a, k in zip(arts, keys, strict=True)]
-                out = b.append_column("range", pa.array(nos, pa.int32()))
-                yield out.filter(pa.array([n not in skip for n in nos])) if skip else out
-
+        # the range of each row in the JVM (no Python pass over the rows before the load's own):
         # whole ranges to each loader (a range partitioning of the range numbers), in order
-        spread = (
-            snap.mapInArrow(assign, _ASSIGNED).repartitionByRange(want, "range").sortWithinPartitions("range")
-        )
+        placed = snap.withColumn("range", range_column(ranges.bounds))
+        if done:
+            placed = placed.where(~F.col("range").isin(sorted(done)))
+        spread = placed.repartitionByRange(want, "range").sortWithinPartitions("range")
     # one row per task: summed here, not by a shuffle (two more Spark jobs under AQE)
     loaded = sum(int(r["n"]) for r in spread.mapInArrow(load, "n long").collect())
     return SnapshotLoad(before + loaded, loaded, ranges.count, len(done))
