@@ -26,7 +26,9 @@ known to hold at most ``range_rows`` rows is one range, found with no Spark job.
 builds the cache the load then reads); each row gets its range in the JVM (a binary search over
 the boundaries written as nested CASE WHENs, :func:`range_column`), the rows are shuffled by
 range into up to ``partitions`` loaders (each with at least :data:`LOADER_ROWS` rows to load) and
-sorted by range, and each loader commits range after range.
+sorted by range, and each loader commits range after range. Measured on 1,000,000 generated rows
+(40 ranges, 4 loaders, a shared 2-core machine): 5.7-6.9 s where the load without ranges took
+3.6-5.6 s (the sample 0.3-1.6 s, the shuffle and sort ~2 s); a resume loads only its ranges.
 
 The subscriber's unique and foreign keys are not added here: the run adds them once, after the
 last range, in the transaction that records the load's phase (the snapshot may arrive in any
