@@ -591,17 +591,18 @@ def _prepare(
         _record(endpoint, sub.name, ident, INSTALLED, None)
         done = {}
     say(f"{who}loading the snapshot")
-    t = time.perf_counter()
     ranges = ranges or key_ranges(snapshot, range_rows, snapshot_rows)
+    t = time.perf_counter()  # the load alone (the sample computed a generated snapshot's rows)
     load = load_snapshot(snapshot, endpoint, articles, sub.name, ranges=ranges, done=done)
-    loaded = (
-        f"{who}snapshot loaded: {load.loaded:,} rows in {load.ranges - load.resumed} of its {load.ranges} "
-        f"key ranges ({time.perf_counter() - t:.1f} s)"
-    )
+    seconds = time.perf_counter() - t
     if load.resumed:
-        say(f"{loaded}; the other {load.rows - load.loaded:,} rows were committed before the stop")
+        say(
+            f"{who}snapshot loaded: {load.loaded:,} rows in {load.ranges - load.resumed} of its {load.ranges} "
+            f"key ranges ({seconds:.1f} s); the other {load.rows - load.loaded:,} rows were committed "
+            "before the stop"
+        )
     else:
-        log.info(loaded)
+        say(f"{who}snapshot loaded: {load.loaded:,} rows in {load.ranges} key range(s) ({seconds:.1f} s)")
     failpoints.reach("load.constraints")
     base = baselines(load.rows)
     add_constraints(
