@@ -7,7 +7,7 @@ VENV35 ?= .venv35
 SPARK_LOWEST := $(shell sed -n 's/^ *"pyspark>=\([0-9.]*\),.*/\1/p' pyproject.toml | head -1)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-unit test-tsql test-faults test-e2e test-spark35 lint bench bench-capture publisher-matrix clean
+.PHONY: help setup demo test test-unit test-tsql test-faults test-faults-large test-e2e test-spark35 lint bench bench-capture publisher-matrix clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -19,13 +19,16 @@ demo: setup ## run the main job: a multi-stream apply against an embedded Postgr
 	$(BIN)/applier run --report $(OUT)/demo-report.json --junit $(OUT)/demo-junit.xml --html $(OUT)/demo-report.html
 
 test: setup ## run the tests (unit + integration on embedded PostgreSQL and local Spark)
-	$(BIN)/pytest -m "not faults and not e2e and not tsql"
+	$(BIN)/pytest -m "not faults and not faults_large and not e2e and not tsql"
 
 test-tsql: setup ## the T-SQL path on a real T-SQL engine: the embedded Babelfish ($$APPLIER_BABELFISH or ../shared/babelfish)
 	$(BIN)/pytest -m tsql --durations=10
 
 test-faults: setup ## kill -9 at 26 seeded moments and resume, connection kills, signals (~30 min)
 	$(BIN)/pytest -m faults
+
+test-faults-large: setup ## kill -9 at size: a 1,000,000-row snapshot load killed at 80 % and resumed (prints its figures)
+	$(BIN)/pytest -m faults_large --durations=5
 
 test-e2e: setup ## longer end-to-end runs: plugin per target, hazards' blame, seeded schedules, bench, fuzz, matrix, every capture example, the publisher matrix (~17 min)
 	$(BIN)/pytest -m e2e

@@ -11,7 +11,8 @@ one comparison.
 
 The names, in the order a run passes them: ``generate.lane`` (a generator lane starts),
 ``install.tables``, ``install.procedures``, ``install.done``, ``load.batch`` (a snapshot
-batch sent, not committed), ``load.constraints``, ``load.done``, ``apply.share`` (a
+batch sent, not committed), ``load.range`` (a key range of the snapshot committed with its
+watermark), ``load.constraints``, ``load.done``, ``apply.share`` (a
 stream's share sent, not committed), ``apply.commit`` (a stream committed its round: the
 others may not have), ``apply.reapply`` (a reset round re-applied on one connection, not
 committed), ``apply.reapplied`` (committed), ``barrier.apply`` (a schema change,

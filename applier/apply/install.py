@@ -1,21 +1,17 @@
-"""Prepare the subscriber: tables, procedures, progress table, initial snapshot, constraints.
+"""Prepare the subscriber: tables, procedures, progress table, constraints.
 
 Runs before apply. Table and procedure DDL goes over one driver-side connection (it is
-small); the snapshot is loaded by Spark tasks, each with its own connection, in multi-row
-INSERTs with bound parameters, so the driver never holds the rows. The subscriber's unique
-and foreign keys come last (a snapshot may arrive in any order).
+small). The initial snapshot is loaded between the two (:mod:`applier.apply.snapshot`): the
+subscriber's unique and foreign keys come after it (a snapshot may arrive in any order).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-
-import pyarrow as pa
-from pyspark.sql import DataFrame
 
 from applier import failpoints
 from applier.articles import Article
@@ -60,6 +56,7 @@ def install(
         for stmt in progress.ddl():
             _exec(cur, stmt, "creating the progress table")
         progress.clear(cur, subscription)
+        progress.clear_ranges(cur, subscription)  # the tables are emptied or created again
         if target.reuse_tables:
             for stmt in dialect.clear_tables_sql(articles):
                 _exec(cur, stmt, "emptying the subscriber's tables")
@@ -197,106 +194,22 @@ def _check_custom_procedures(
                 )
 
 
-def _insert_many_sql(dialect: Dialect, article: Article, nrows: int) -> str:
-    cols = ", ".join(dialect.quote(c) for c in article.column_names)
-    one = "(" + ", ".join(dialect.param_marker(c.type) for c in article.replicated) + ")"
-    return f"INSERT INTO {dialect.table(article)} ({cols}) VALUES " + ", ".join([one] * nrows)
-
-
-BULK_LOAD_ROWS = 10000  # snapshot rows per statement where the dialect loads JSON
-
-
-LOADER_ROWS = (
-    20_000  # snapshot rows below which another loader (a task, a connection) costs more than it saves
-)
-
-
-def load_snapshot(
-    snapshot: DataFrame,
-    target: Endpoint,
-    articles: Sequence[Article],
-    partitions: int = 4,
-    rows: int | None = None,
+def add_constraints(
+    target: Endpoint, articles: Sequence[Article], record: Callable[[Any], None] | None = None
 ) -> int:
-    """Insert the snapshot rows (article, key, image) in up to ``partitions`` parallel tasks
-    (``rows``: about how many there are, where known); returns the row count."""
-    by_name = {a.name: a for a in articles}
-
-    def load(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        dialect = target.dialect
-        conn = target.connect()
-        cur = conn.cursor()
-        pending: dict[str, list[Any]] = {}
-        bulk = {name: dialect.bulk_insert_sql(a) for name, a in by_name.items()}
-        total = 0
-
-        def flush(name: str) -> None:
-            rows = pending.pop(name, [])
-            if not rows:
-                return
-            a = by_name[name]
-            sql = bulk[name]
-            if sql is not None:  # the images as they are, one JSON text
-                cur.execute(sql, "[" + ",".join(rows) + "]")
-            else:
-                params = [v for r in rows for v in r]
-                cur.execute(_insert_many_sql(dialect, a, len(rows)), params)
-            failpoints.reach("load.batch")
-
-        try:
-            for b in batches:
-                for name, image in zip(
-                    b.column("article").to_pylist(), b.column("image").to_pylist(), strict=True
-                ):
-                    a = by_name[name]
-                    if bulk[name] is not None:
-                        pending.setdefault(name, []).append(image)
-                        limit = BULK_LOAD_ROWS
-                    else:
-                        img = json.loads(image)
-                        pending.setdefault(name, []).append(
-                            tuple(
-                                dialect.to_param(c.type, v) for c in a.replicated for v in (img.get(c.name),)
-                            )
-                        )
-                        limit = min(dialect.MAX_PARAMS_PER_BATCH // len(a.replicated), 1000)
-                    total += 1
-                    if len(pending[name]) >= limit:
-                        flush(name)
-            for name in list(pending):
-                flush(name)
-            conn.commit()
-        except Exception as e:
-            dialect.rollback(conn)
-            raise TargetError(f"loading the snapshot into {target.redacted} failed: {e}") from None
-        finally:
-            conn.close()
-        yield pa.RecordBatch.from_pydict({"n": pa.array([total], pa.int64())})
-
-    # A snapshot in more partitions than loaders is merged (coalesce: no shuffle of the images);
-    # one in fewer is spread out (a shuffle) only when it is large enough for the loaders to
-    # share (``rows``, where known; else it is assumed to be): a small one loads in the tasks it
-    # has, each a connection and a task less. The count is the JVM's (a Python RDD of the
-    # DataFrame costs a conversion: ~0.35 s on a new JVM).
-    have = int(snapshot._jdf.rdd().getNumPartitions())  # noqa: SLF001 - no Python RDD made
-    want = partitions if rows is None else max(1, min(partitions, -(-rows // LOADER_ROWS)))
-    spread = (
-        snapshot.coalesce(want) if have > want else snapshot.repartition(want) if have < want else snapshot
-    )
-    # one row per task: summed here, not by a shuffle (two more Spark jobs under AQE)
-    return sum(int(r["n"]) for r in spread.mapInArrow(load, "n long").collect())
-
-
-def add_constraints(target: Endpoint, articles: Sequence[Article]) -> int:
-    """The subscriber's unique and foreign keys (after the snapshot load). Returns the count."""
+    """The subscriber's unique and foreign keys (after the snapshot load). Returns the count.
+    ``record``: what else commits with them, given the cursor (the run's phase: a resume after
+    the keys were added finds that phase, and does not add them again)."""
     stmts = target.dialect.constraint_sql(articles)
-    if not stmts:
+    if not stmts and record is None:
         return 0
     conn = target.connect()
     try:
         cur = conn.cursor()
         for s in stmts:
             _exec(cur, s, "adding the subscriber's constraints")
+        if record is not None:
+            record(cur)
         conn.commit()
     finally:
         conn.close()

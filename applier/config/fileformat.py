@@ -158,6 +158,12 @@ class RunSection(_Table):
         description="auto (the stream's keys and a digest of the rest where that reads less), touched, or full (every row)",
         json_schema_extra=_enum(VERIFY_MODES),
     )
+    snapshot_range_rows: int = Field(
+        default=_RUN.snapshot_range_rows,
+        ge=1,
+        le=2**31 - 1,
+        description="rows of a key range of the snapshot load, committed with its watermark (a resumed load skips the ranges committed)",
+    )
 
     @field_validator("error_policy")
     @classmethod

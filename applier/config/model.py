@@ -85,6 +85,10 @@ class RunSettings:
     proc_template: str = "2016"
     # VERIFY_MODES: every row read back ("full"), or only the stream's keys and a digest of the rest
     verify: str = "auto"
+    # Rows of a key range of the snapshot load: each range commits with its watermark, and a
+    # resumed load loads only the ranges not recorded (applier.apply.snapshot). Not part of the
+    # run's identity: a resume with another size loads the snapshot again.
+    snapshot_range_rows: int = 25_000
 
 
 PACES = ("source",)  # --pace: a replayed capture at its own commit times

@@ -50,7 +50,8 @@ class SchemaStatements:
 
     # -- the progress table (applier.targets.progress) ----------------------------------
     PROGRESS_SCHEMA: ClassVar[str] = "applier"
-    OWN_TABLES: ClassVar[tuple[str, ...]] = ("progress", "runs", "baselines")  # in PROGRESS_SCHEMA
+    OWN_TABLES: ClassVar[tuple[str, ...]] = ("progress", "runs", "baselines", "ranges")  # in PROGRESS_SCHEMA
+    RANGE_TABLE: ClassVar[str] = "ranges"  # the snapshot load's watermark (one of OWN_TABLES)
 
     def progress_table(self) -> str:
         return self.qualified(self.PROGRESS_SCHEMA, self.OWN_TABLES[0])
@@ -64,16 +65,32 @@ class SchemaStatements:
     def baseline_table(self) -> str:
         return self.qualified(self.PROGRESS_SCHEMA, self.OWN_TABLES[2])
 
+    def range_table(self) -> str:
+        return self.qualified(self.PROGRESS_SCHEMA, self.RANGE_TABLE)
+
     def progress_ddl(self) -> list[str]:
-        """Create the progress, runs and baselines tables (and the objects generated statements
-        rely on)."""
+        """Create the progress, runs, baselines and ranges tables (and the objects generated
+        statements rely on)."""
         return [
             self.create_schema_sql(self.PROGRESS_SCHEMA),
             self._progress("progress_create.sql.j2"),
             self.render("run_create.sql.j2", table=self.run_table()).strip(),
             self.render("baseline_create.sql.j2", table=self.baseline_table()).strip(),
+            self.render("range_create.sql.j2", table=self.range_table()).strip(),
             *self.support_sql(),
         ]
+
+    def range_insert_sql(self) -> str:
+        """Parameters: subscription, range_no, row_count, layout."""
+        return self.render("range_insert.sql.j2", table=self.range_table()).strip()
+
+    def range_select_sql(self) -> str:
+        """Parameter: subscription. Rows: range_no, row_count, layout."""
+        return self.render("range_select.sql.j2", table=self.range_table()).strip()
+
+    def range_clear_sql(self) -> str:
+        """Parameter: subscription."""
+        return self.render("progress_clear.sql.j2", table=self.range_table()).strip()
 
     def baseline_insert_sql(self) -> str:
         """Parameters: subscription, article, touched_keys, rest_rows, rest_digest."""

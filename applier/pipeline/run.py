@@ -23,10 +23,11 @@ from applier import failpoints, leftovers
 from applier.apply.digest import EventDigest
 from applier.apply.events import EVENT_SCHEMA
 from applier.apply.gate import ScheduleSpec, order_of
-from applier.apply.install import add_constraints, install, load_snapshot, present_tables
+from applier.apply.install import add_constraints, install, present_tables
 from applier.apply.job import StreamJob
 from applier.apply.pace import Pace
 from applier.apply.rendezvous import observing
+from applier.apply.snapshot import KeyRanges, key_ranges, load_snapshot
 from applier.apply.summary import summarize
 from applier.articles import Article
 from applier.config import Config, RunSettings, Subscription
@@ -63,6 +64,7 @@ from applier.targets.progress import (
     LOADED,
     STARTED,
     Baseline,
+    LoadedRange,
     ProgressTable,
     RunRecord,
 )
@@ -315,6 +317,7 @@ def _subscription(
             label=not whole,
             snapshot_rows=cs.snapshot_rows,
             baselines=baselines,
+            range_rows=rs.snapshot_range_rows,
         )
     phases["prepare"] = read_seconds + time.perf_counter() - t
 
@@ -498,24 +501,36 @@ def _record(
     ident: RunIdentity,
     phase: str,
     rows: int | None,
-    baselines: Sequence[Baseline] = (),
 ) -> None:
     """The phase this subscription's run reached, recorded in the subscriber (its tables
-    created first when it has none); the load's phase with verify's baselines (replacing any
-    earlier run's), in one transaction."""
+    created first when it has none)."""
     conn = endpoint.connect()
     try:
-        table = ProgressTable(endpoint.dialect)
         cur = conn.cursor()
         if phase == STARTED:
-            for stmt in table.ddl():
+            for stmt in ProgressTable(endpoint.dialect).ddl():
                 cur.execute(stmt)
-        if phase == LOADED:
-            table.write_baselines(cur, name, baselines)
-        table.write_run(cur, name, ident.fingerprint, ident.settings, phase, rows)
+        _write_phase(cur, endpoint, name, ident, phase, rows)
         conn.commit()
     finally:
         conn.close()
+
+
+def _write_phase(
+    cur: Any,
+    endpoint: Endpoint,
+    name: str,
+    ident: RunIdentity,
+    phase: str,
+    rows: int | None,
+    baselines: Sequence[Baseline] = (),
+) -> None:
+    """Write the phase on ``cur`` (committed by the caller, with the work of that phase); the
+    load's phase with verify's baselines (replacing any earlier run's)."""
+    table = ProgressTable(endpoint.dialect)
+    if phase == LOADED:
+        table.write_baselines(cur, name, baselines)
+    table.write_run(cur, name, ident.fingerprint, ident.settings, phase, rows)
 
 
 def _held_run(endpoint: Endpoint, name: str) -> RunRecord | None:
@@ -572,30 +587,90 @@ def _prepare(
     label: bool,
     snapshot_rows: int | None = None,
     baselines: Callable[[int], Sequence[Baseline]] = lambda _: (),
+    range_rows: int = RunSettings.snapshot_range_rows,
 ) -> int:
     """Tables, procedures, snapshot and constraints, each phase recorded in the subscriber;
     returns the snapshot's row count. A resume (``held``: the run it continues) continues
-    from there: a run stopped before its snapshot was wholly loaded installs and loads again.
+    from there: a run stopped before its tables were installed installs them again; one
+    stopped during its snapshot load loads only the key ranges not recorded
+    (:mod:`applier.apply.snapshot`, ranges of ``range_rows`` rows); one stopped after it skips
+    both. The subscriber's constraints are added after the last range, in the transaction that
+    records the load's phase: a resume never adds them twice.
     ``baselines``: what verify compares the rest of the subscriber with, given the rows loaded
     (recorded with the load's phase)."""
     who = f"{sub.name}: " if label else ""
     if held is not None and held.phase in (LOADED, APPLYING, APPLIED):
         say(f"{who}resuming from the progress table ({held.phase})")
         return held.snapshot_rows or 0
-    if held is not None:
-        say(f"{who}resuming: the earlier run stopped before its snapshot was loaded; loading it again")
-    say(f"{who}installing tables and procedures")
-    install(endpoint, articles, sub.name, custom_sql=custom_sql, set_apply=set_apply)
-    failpoints.reach("install.done")
-    _record(endpoint, sub.name, ident, INSTALLED, None)
+    # a resume of a load finds the ranges it committed; the ranges are the same where the
+    # snapshot is (applier.apply.snapshot)
+    ranges = done = None
+    if held is not None and held.phase == INSTALLED:
+        ranges = key_ranges(snapshot, range_rows, snapshot_rows)
+        done = _loaded_ranges(endpoint, sub.name, ranges, who, say)
+    if done is None:
+        if held is not None and held.phase == STARTED:
+            say(f"{who}resuming: the earlier run stopped before its tables were installed; installing them")
+        say(f"{who}installing tables and procedures")
+        install(endpoint, articles, sub.name, custom_sql=custom_sql, set_apply=set_apply)
+        failpoints.reach("install.done")
+        _record(endpoint, sub.name, ident, INSTALLED, None)
+        done = {}
     say(f"{who}loading the snapshot")
-    loaded = load_snapshot(snapshot, endpoint, articles, rows=snapshot_rows)
+    ranges = ranges or key_ranges(snapshot, range_rows, snapshot_rows)
+    t = time.perf_counter()  # the load alone (the sample computed a generated snapshot's rows)
+    load = load_snapshot(snapshot, endpoint, articles, sub.name, ranges=ranges, done=done)
+    seconds = time.perf_counter() - t
+    if load.resumed:
+        say(
+            f"{who}snapshot loaded: {load.loaded:,} rows in {load.ranges - load.resumed} of its {load.ranges} "
+            f"key ranges ({seconds:.1f} s); the other {load.rows - load.loaded:,} rows were committed "
+            "before the stop"
+        )
+    else:
+        say(f"{who}snapshot loaded: {load.loaded:,} rows in {load.ranges} key range(s) ({seconds:.1f} s)")
     failpoints.reach("load.constraints")
-    if full_copy:
-        add_constraints(endpoint, articles)
-    _record(endpoint, sub.name, ident, LOADED, loaded, baselines(loaded))
+    base = baselines(load.rows)
+    add_constraints(
+        endpoint,
+        articles if full_copy else (),
+        record=lambda cur: _write_phase(cur, endpoint, sub.name, ident, LOADED, load.rows, base),
+    )
     failpoints.reach("load.done")
-    return loaded
+    return load.rows
+
+
+def _loaded_ranges(
+    endpoint: Endpoint, name: str, ranges: KeyRanges, who: str, say: Say
+) -> dict[int, LoadedRange] | None:
+    """The key ranges a killed load committed (their layout the same as ``ranges``'); None
+    where the snapshot must be loaded again into new tables: the subscriber holds ranges of
+    another layout (``snapshot_range_rows`` changed), or keeps no record of ranges (an older
+    applier's load, committed per task)."""
+    import pyodbc
+
+    conn = endpoint.connect()
+    try:
+        done = ProgressTable(endpoint.dialect).read_ranges(conn.cursor(), name)
+        conn.commit()
+    except pyodbc.Error:
+        say(f"{who}resuming: the subscriber keeps no record of the snapshot's key ranges; loading it again")
+        return None
+    finally:
+        conn.close()
+    other = {r.layout for r in done.values()} - {ranges.layout}
+    if other:
+        say(
+            f"{who}resuming: the snapshot's {len(done)} key range(s) loaded before the stop were cut "
+            f"otherwise (snapshot_range_rows changed?); loading it again"
+        )
+        return None
+    rows = sum(r.rows for r in done.values())
+    say(
+        f"{who}resuming the snapshot load: {len(done)} of its {ranges.count} key ranges ({rows:,} rows) "
+        f"were committed before the stop; loading the other {ranges.count - len(done)}"
+    )
+    return done
 
 
 def stream_job(

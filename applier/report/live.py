@@ -92,7 +92,11 @@ _PHASES = (
     ("reading changes", "reading the changes", "this run applied nothing"),
     ("distributing", "distributing the changes", "this run applied nothing"),
     ("installing tables", "installing tables and procedures", "no change was applied"),
-    ("loading the snapshot", "loading the snapshot", "it is partly loaded; --resume loads it again"),
+    (
+        "loading the snapshot",
+        "loading the snapshot",
+        "the key ranges committed stay; --resume loads the rest",
+    ),
     ("planning rounds", "planning the rounds", "no round was open"),
     ("applying", "applying", ""),  # the round: Doing.interrupted
     ("verifying", "verifying", "every round was applied and committed; the check did not finish"),

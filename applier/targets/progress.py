@@ -2,7 +2,8 @@
 and beside it the run each subscription holds: ``applier.runs(subscription, fingerprint,
 settings, phase, snapshot_rows)``, and what verify compares the rows outside the stream's keys
 with: ``applier.baselines(subscription, article, touched_keys, rest_rows, rest_digest)``
-(``applier.verify.scope``).
+(``applier.verify.scope``), and the snapshot's key ranges loaded:
+``applier.ranges(subscription, range_no, row_count, layout)`` (``applier.apply.snapshot``).
 
 Every commit of a stream also writes its progress row, inside the same transaction, the way
 the Distribution Agent keeps its subscription watermark: a rerun after a crash starts from
@@ -19,7 +20,10 @@ the barrier's place among the stream's barriers, last_lsn = its lsn, last_round 
 A barrier's row commits in the transaction of its effect (the ALTER TABLE and the procedures,
 the statement, the procedure call), so a resumed run skips exactly the barriers it shows.
 
-The statements are templates of each dialect (``sql/<dialect>/progress_*``, ``run_*``,
+A snapshot load commits each key range with its ranges row, so a resumed load loads only
+the ranges not recorded.
+
+The statements are templates of each dialect (``sql/<dialect>/progress_*``, ``run_*``, ``range_*``,
 ``sql/common/``); this module is the one place that runs them.
 """
 
@@ -87,6 +91,15 @@ class Baseline:
     touched_keys: int
     rest_rows: int
     rest_digest: Decimal | None
+
+
+@dataclass(frozen=True)
+class LoadedRange:
+    """A key range of the snapshot committed: its rows, and the layout of the ranges it is one of
+    (the digest of their boundaries, :attr:`applier.apply.snapshot.KeyRanges.layout`)."""
+
+    rows: int
+    layout: str
 
 
 class ProgressTable:
@@ -170,3 +183,16 @@ class ProgressTable:
 
     def clear_baselines(self, cur: Any, subscription: str) -> None:
         cur.execute(self.dialect.baseline_clear_sql(), subscription)
+
+    def write_range(self, cur: Any, subscription: str, range_no: int, rows: int, layout: str) -> None:
+        """Record a key range of the snapshot as loaded (commit with its rows)."""
+        cur.execute(self.dialect.range_insert_sql(), subscription, range_no, rows, layout)
+
+    def read_ranges(self, cur: Any, subscription: str) -> dict[int, LoadedRange]:
+        """range number -> the key range of the subscription's snapshot committed."""
+        cur.execute(self.dialect.range_select_sql(), subscription)
+        return {int(n): LoadedRange(int(rows), str(layout)) for n, rows, layout in cur.fetchall()}
+
+    def clear_ranges(self, cur: Any, subscription: str) -> None:
+        """Forget the subscription's loaded ranges (its tables are created again, empty)."""
+        cur.execute(self.dialect.range_clear_sql(), subscription)

@@ -135,7 +135,8 @@ def test_range_split_read_gives_the_verdict_and_digests_of_one_range(spark, targ
     subscriber are the same either way."""
     import dataclasses
 
-    from applier.apply.install import install, load_snapshot
+    from applier.apply.install import install
+    from applier.apply.snapshot import load_snapshot
     from applier.verify.diff import verify
     from applier.verify.target import read_target
 
@@ -154,7 +155,9 @@ def test_range_split_read_gives_the_verdict_and_digests_of_one_range(spark, targ
     # the subscriber misses one row and holds another with other values
     held = [(ak, changed if ak == (a1, k1) else img) for ak, img in held if ak != (a0, k0)]
     install(target, arts, "ranges")
-    load_snapshot(spark.createDataFrame([(a, k, img) for (a, k), img in held], SNAPSHOT_SCHEMA), target, arts)
+    load_snapshot(
+        spark.createDataFrame([(a, k, img) for (a, k), img in held], SNAPSHOT_SCHEMA), target, arts, "ranges"
+    )
 
     whole = read_target(spark, target, arts, tasks=1, max_rows=10**9)
     split = read_target(spark, target, arts, tasks=3, max_rows=25, min_rows=1)

@@ -3,7 +3,7 @@ the same subscriber applies each command once, skipping what the progress table 
 committed. A resume continues only the run the subscriber holds: other settings, or a
 subscriber that holds no run but its tables, are refused with what differs named; one that holds
 neither (a run stopped before it recorded its start) starts the run from the beginning; a run
-stopped before its snapshot was wholly loaded loads it again."""
+stopped during its snapshot load loads only the key ranges it had not committed."""
 
 from __future__ import annotations
 
@@ -14,14 +14,17 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 import applier
+from applier.apply.snapshot import key_ranges, load_snapshot
 from applier.errors import ConfigError, InputError
+from applier.sources.dataset import read_changes
 from applier.sources.generator import LANES, generate_lane
-from applier.targets.progress import APPLIED, INSTALLED, ProgressTable
+from applier.targets.progress import APPLIED, INSTALLED, LoadedRange, ProgressTable
 from tests.support.changes import write_jsonl
 from tests.support.runs import run
 from tests.support.subscriber import rows
@@ -162,25 +165,89 @@ def test_resume_where_neither_the_run_nor_its_tables_are_starts_it_from_the_begi
     assert held is not None and held.phase == APPLIED and held.snapshot_rows == 200
 
 
-def test_a_run_stopped_before_its_snapshot_was_loaded_loads_it_again(spark, target, tmp_path):
-    name = "resume_load"
-    cfg, _f, ch, sn, total = _files(tmp_path, name)
-    run(spark, cfg, target, changes=ch, snapshot=sn)
-    # What a kill during the snapshot load leaves: phase "installed", part of the rows, no progress.
-    endpoint = target
-    conn = endpoint.connect()
+def _audit_inserts(target, name: str) -> None:  # type: ignore[no-untyped-def]
+    """A trigger that records the key of every row inserted into ``dbo.<name>``."""
+    conn = target.connect()
     try:
         cur = conn.cursor()
-        table = ProgressTable(endpoint.dialect)
+        cur.execute(f'CREATE TABLE "dbo"."loaded_{name}" (id integer NOT NULL)')
+        cur.execute(
+            f"""CREATE FUNCTION "dbo"."loaded_{name}"() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO "dbo"."loaded_{name}" VALUES (NEW.id); RETURN NEW; END $$"""
+        )
+        cur.execute(
+            f'CREATE TRIGGER "loaded_{name}" AFTER INSERT ON "dbo"."{name}" '
+            f'FOR EACH ROW EXECUTE FUNCTION "dbo"."loaded_{name}"()'
+        )
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _stopped_during_the_load(target, name: str) -> None:  # type: ignore[no-untyped-def]
+    """The run record back at phase "installed", no progress (the rounds apply again)."""
+    table = ProgressTable(target.dialect)
+    conn = target.connect()
+    try:
+        cur = conn.cursor()
         held = table.read_run(cur, name)
         assert held is not None
         table.write_run(cur, name, held.fingerprint, held.settings, INSTALLED, None)
         table.clear(cur, name)
-        cur.execute(f'DELETE FROM "dbo"."{name}" WHERE id % 2 = 0')
         conn.commit()
     finally:
         conn.close()
-    result, report = run(spark, cfg, target, changes=ch, snapshot=sn, resume=True)
+
+
+def test_a_run_stopped_during_its_snapshot_load_loads_only_the_key_ranges_not_recorded(
+    spark, target, tmp_path
+):
+    name = "resume_load"
+    cfg, _f, ch, sn, _total = _files(tmp_path, name)
+    cfg = cfg.replace(run=dataclasses.replace(cfg.run, snapshot_range_rows=50))  # 200 rows: 4 ranges
+    run(spark, cfg, target, changes=ch, snapshot=sn)
+    # What a kill during the snapshot load leaves: phase "installed", the ranges committed (0 and
+    # 2, loaded here as the load loads them) with their records, no progress.
+    snapshot = read_changes(spark, cfg, ch, sn).snapshot
+    ranges = key_ranges(snapshot, 50)
+    assert ranges.count == 4, ranges
+    _stopped_during_the_load(target, name)
+    conn = target.connect()
+    try:
+        cur = conn.cursor()
+        assert set(ProgressTable(target.dialect).read_ranges(cur, name)) == {0, 1, 2, 3}
+        ProgressTable(target.dialect).clear_ranges(cur, name)
+        cur.execute(f'DELETE FROM "dbo"."{name}"')
+        conn.commit()
+    finally:
+        conn.close()
+    skipped = {n: LoadedRange(0, ranges.layout) for n in (1, 3)}
+    first = load_snapshot(snapshot, target, cfg.articles, name, ranges=ranges, done=skipped)
+    assert (first.loaded, first.ranges, first.resumed) == (first.rows, 4, 2)
+    kept = {i for (i,) in rows(target, f'SELECT id FROM "dbo"."{name}"')}
+    lost = [k for k in range(1, 201) if k not in kept]
+    assert len(lost) == 200 - first.loaded
+    assert {ranges.of(f"dbo.{name}", json.dumps([k])) for k in lost} == {1, 3}
+    _audit_inserts(target, name)
+
+    said: list[str] = []
+    result, report = run(spark, cfg, target, changes=ch, snapshot=sn, resume=True, on_phase=said.append)
+    assert report["verdict"] == "converged", report["divergent"][:2]
     assert report["snapshot_rows"] == 200
-    assert report["outcomes"].get("resumed", 0) == 0  # nothing was committed: everything applies
+    assert report["outcomes"].get("resumed", 0) == 0  # no round was committed: every one applies
+    assert any(f"2 of its 4 key ranges ({first.loaded:,} rows)" in t for t in said), said
+    assert any(f"snapshot loaded: {len(lost):,} rows in 2 of its 4 key ranges" in t for t in said), said
+    # inserted by the resume: the snapshot rows of ranges 1 and 3 and the stream's inserts, each once
+    loaded = Counter(i for (i,) in rows(target, f'SELECT id FROM "dbo"."loaded_{name}"'))
+    stream = [json.loads(x) for x in ch.read_text().splitlines()]
+    expected = Counter(lost) + Counter(r["after"]["id"] for r in stream if r["op"] == "I")
+    assert loaded == expected, (loaded - expected, expected - loaded)
+
+    # A resume whose ranges are cut otherwise (another snapshot_range_rows) loads it again.
+    _stopped_during_the_load(target, name)
+    other = cfg.replace(run=dataclasses.replace(cfg.run, snapshot_range_rows=40))
+    said.clear()
+    result, report = run(spark, other, target, changes=ch, snapshot=sn, resume=True, on_phase=said.append)
+    assert any("were cut otherwise" in t for t in said), said
+    assert report["snapshot_rows"] == 200
     assert report["verdict"] == "converged", report["divergent"][:2]

@@ -6,7 +6,8 @@ from here, and tests/unit/test_test_imports.py keeps it so).
 - changes: ``write_jsonl`` (a change file), ``key_update`` (a key-changing update record);
 - subscriber: ``rows``, ``table_exists``, ``table_ref`` (queries on a subscriber through ODBC);
 - badinput: bad input driven through ``applier.cli.main``, refused with exit code 2;
-- audit: the (operation, key) multiset an audit trigger holds after exactly-once apply;
+- faults: the (operation, key) multiset an audit trigger holds after exactly-once apply
+  (``expected_changes``), and the snapshot-resume tests' helpers; killing: kill -9 at a fail point;
 - connection_killer: a thread terminating a PostgreSQL subscriber's connections mid-run;
 - call_syntaxes: every update/delete syntax pair and the demo workload's changes under each;
 - tsql_articles, tsql_reader: the T-SQL procedure tests' articles, and the reader that parses

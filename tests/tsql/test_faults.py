@@ -38,7 +38,7 @@ import pyodbc
 import pytest
 
 import applier
-from tests.support.audit import expected_changes
+from tests.support.faults import expected_changes
 from tests.support.runs import config, run
 from tests.support.subscriber import rows
 
@@ -226,6 +226,7 @@ streams = 4
 commit_batch_size = 4
 model = "{model}"
 set_apply = {set_apply}
+snapshot_range_rows = {range_rows}
 
 [workload]
 kind = "key-chains"
@@ -245,11 +246,12 @@ columns = [
 
 # T-SQL triggers fire once per statement: an UPDATE's rows are in inserted and deleted, an
 # INSERT's in inserted only, a DELETE's in deleted only (a statement that touched no row: in
-# neither). The table and the trigger share the schema's object names: they differ.
+# neither). The table and the trigger share the schema's object names: they differ. The audit
+# table is never dropped: an install that creates the audited table again (a load redone from
+# scratch) keeps what the audit saw before, so a row loaded again shows twice.
 AUDIT = """
-DROP TABLE IF EXISTS [dbo].[audit_{name}];
-GO
-CREATE TABLE [dbo].[audit_{name}] (op char(1) NOT NULL, id int NOT NULL);
+IF OBJECT_ID(N'[dbo].[audit_{name}]', N'U') IS NULL
+    CREATE TABLE [dbo].[audit_{name}] (op char(1) NOT NULL, id int NOT NULL);
 GO
 CREATE TRIGGER [dbo].[audit_{name}_trg] ON [dbo].[{name}] AFTER INSERT, UPDATE, DELETE AS
 BEGIN
@@ -265,14 +267,19 @@ END
 """
 
 # (apply path, fail point, pass): during install (custom SQL run, not committed), during the
-# snapshot load (a batch sent, not committed), mid-apply before a commit (a share sent), and
-# right after a commit (one stream of a round committed, the others not).
+# snapshot load (a batch sent, not committed; the 2nd of its 4 key ranges committed, RANGES),
+# mid-apply before a commit (a share sent), and right after a commit (one stream of a round
+# committed, the others not).
 MOMENTS = [
     ("agent", "install.procedures", 1),
     ("agent", "load.batch", 1),
+    ("agent", "load.range", 2),
     ("set", "apply.share", 9),
     ("agent", "apply.commit", 22),
 ]
+
+
+RANGES = {"load.range": 30}  # snapshot_range_rows: the 120 rows in 4 key ranges
 
 
 def _kill_at(cs: str, cfg_file: Path, custom: Path, point: str, at: int, tmp: Path) -> None:
@@ -302,7 +309,13 @@ def test_kill_9_then_resume_applies_each_command_once(spark, subscriber, tmp_pat
     name = f"bbf_k_{mode}_" + point.replace(".", "_") + f"_{at}"
     cfg_file = tmp_path / f"{name}.toml"
     cfg_file.write_text(
-        CONFIG.format(name=name, model="agent", set_apply=str(set_apply).lower(), seed=len(name) + at),
+        CONFIG.format(
+            name=name,
+            model="agent",
+            set_apply=str(set_apply).lower(),
+            seed=len(name) + at,
+            range_rows=RANGES.get(point, 25_000),
+        ),
         encoding="utf-8",
     )
     custom = tmp_path / f"{name}-audit.sql"
@@ -316,8 +329,13 @@ def test_kill_9_then_resume_applies_each_command_once(spark, subscriber, tmp_pat
     resumed = report["outcomes"].get("resumed", 0)
     if point.startswith("apply."):  # the rounds committed before the kill were skipped
         assert 0 < resumed < report["commands"], report["outcomes"]
-    else:  # killed before the snapshot was loaded: installed and loaded again, all applied
+    else:  # killed while loading: the resume loads the key ranges not committed, and applies all
         assert resumed == 0, report["outcomes"]
+    if point == "load.range":  # 2 of the 4 ranges were committed by the killed run, the rest now
+        ranges = rows(
+            target, "SELECT count(*), sum(row_count) FROM [applier].[ranges] WHERE subscription = ?", name
+        )
+        assert ranges[0][0] == 4 and ranges[0][1] == 120, ranges
     audit = _audited(target, name)
     expected = expected_changes(cfg)
     if set_apply:

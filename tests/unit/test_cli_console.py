@@ -226,7 +226,7 @@ STOPS = [
     (
         ["installing tables and procedures", "loading the snapshot"],
         None,
-        "while loading the snapshot: it is partly",
+        "while loading the snapshot: the key ranges committed stay",
     ),
     # a subscription's phases carry its name; a note of the run or of a subscription is no phase
     (

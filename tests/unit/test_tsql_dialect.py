@@ -489,6 +489,28 @@ def test_session_setup() -> None:
     assert D.session_setup(5000) == ["SET XACT_ABORT ON", "SET LOCK_TIMEOUT 5000", "SET NOCOUNT ON"]
 
 
+def test_the_snapshot_range_statements_parse_and_bind_in_order() -> None:
+    """The load's watermark (applier.ranges): created once, one row per range committed with its
+    rows, read by a resume, cleared by an install."""
+    from applier.dialects.postgres import PostgresDialect
+
+    for d, read in ((D, "tsql"), (PostgresDialect(), "postgres")):
+        create = d.render("range_create.sql.j2", table=d.range_table()).strip()
+        assert create in d.progress_ddl()
+        insert, select, clear = d.range_insert_sql(), d.range_select_sql(), d.range_clear_sql()
+        for stmt in (create, insert, select, clear):
+            assert sqlglot.parse(stmt, read=read), stmt
+        cols = [c.name for c in sqlglot.parse_one(insert, read=read).find(exp.Schema).expressions]
+        assert cols == ["subscription", "range_no", "row_count", "layout"]
+        assert insert.count("?") == 4 and select.count("?") == 1 and clear.count("?") == 1
+        assert [c.alias_or_name for c in sqlglot.parse_one(select, read=read).expressions] == [
+            "range_no",
+            "row_count",
+            "layout",
+        ]
+        assert "ranges" in d.OWN_TABLES  # install.reusable() counts it as applier's own
+
+
 def test_progress_sql_parses_and_binds_in_order() -> None:
     for stmt in D.progress_ddl():
         sqlglot.parse(stmt, read="tsql")

@@ -1,0 +1,87 @@
+"""Kill -9 and audit helpers for the fault tests (tests/faults/): ``applier run`` killed at a fail
+point in a session of its own, an audit of every row change the subscriber committed (embedded
+PostgreSQL), and the (operation, key) multiset a generated stream must leave there.
+
+The audit's triggers fire once per statement and read the statement's transition table, so a
+1,000,000-row snapshot load costs one audit INSERT per load statement, not one per row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from applier.sources import hazards
+from applier.sources.generator import LANES, generate_lane
+
+# Installed with the run's custom SQL (part of every install). The audit table is never dropped:
+# an install that drops and creates the audited table again (a load redone from scratch) keeps
+# what the audit saw before, so a row loaded again shows twice. PostgreSQL allows a transition
+# table on a trigger of one event only: three triggers.
+AUDIT = """
+CREATE TABLE IF NOT EXISTS "dbo"."audit_{name}" (op char(1) NOT NULL, id integer NOT NULL);
+CREATE OR REPLACE FUNCTION "dbo"."audit_{name}_i"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO "dbo"."audit_{name}" SELECT 'I', id FROM added; RETURN NULL; END $$;
+CREATE OR REPLACE FUNCTION "dbo"."audit_{name}_u"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO "dbo"."audit_{name}" SELECT 'U', id FROM added; RETURN NULL; END $$;
+CREATE OR REPLACE FUNCTION "dbo"."audit_{name}_d"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO "dbo"."audit_{name}" SELECT 'D', id FROM removed; RETURN NULL; END $$;
+CREATE TRIGGER "audit_{name}_i" AFTER INSERT ON "dbo"."{name}" REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION "dbo"."audit_{name}_i"();
+CREATE TRIGGER "audit_{name}_u" AFTER UPDATE ON "dbo"."{name}" REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION "dbo"."audit_{name}_u"();
+CREATE TRIGGER "audit_{name}_d" AFTER DELETE ON "dbo"."{name}" REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION "dbo"."audit_{name}_d"();
+"""
+
+
+def audit_file(tmp: Path, name: str) -> Path:
+    """The custom SQL file that audits table ``dbo.<name>``."""
+    path = tmp / f"{name}-audit.sql"
+    path.write_text(AUDIT.format(name=name), encoding="utf-8")
+    return path
+
+
+def audited(rows: list[tuple[Any, ...]]) -> Counter[tuple[str, int]]:
+    """The audit's (operation, key) multiset, from its rows."""
+    return Counter((str(op), int(i)) for op, i in rows)
+
+
+def expected_changes(cfg: Any, snapshot: bool = True) -> Counter[tuple[str, int]]:
+    """The (operation, key) of every row change a generated stream makes (its snapshot's rows as
+    inserts, unless ``snapshot`` is False)."""
+    lanes = hazards.generate_lane if cfg.workload.kind in hazards.HAZARDS else generate_lane
+    out: Counter[tuple[str, int]] = Counter()
+    for lane in range(LANES):
+        for kind, r in lanes(cfg.articles, cfg.workload, lane):
+            if kind == "snapshot":
+                if snapshot:
+                    out["I", json.loads(r[2])["id"]] += 1
+                continue
+            op, before, after = r[4], r[6], r[7]
+            image = json.loads(after if op in "IU" else before)
+            out[op, image["id"]] += 1
+    return out
+
+
+def kill_at(connection_string: str, cfg_file: Path, custom: Path, point: str, at: int, tmp: Path) -> None:
+    """``applier run`` (in a session of its own) killed with SIGKILL at the ``at``-th pass of the
+    fail point ``point`` (:mod:`applier.failpoints`); fails the test if it was not."""
+    env = dict(os.environ, APPLIER_FAILPOINT=f"{point}@{at}", APPLIER_FAILPOINT_DIR=str(tmp))
+    cmd = [sys.executable, "-m", "applier.cli", "run", "--config", str(cfg_file)]
+    cmd += ["--custom-sql", str(custom), "--target", connection_string, "--quiet"]
+    proc = subprocess.run(
+        cmd, env=env, start_new_session=True, capture_output=True, text=True, timeout=1200, check=False
+    )
+    passes = tmp / f"failpoint-{point}"
+    reached = passes.stat().st_size if passes.exists() else 0
+    assert proc.returncode == -signal.SIGKILL, (
+        f"the run was not killed at {point}@{at} (exit {proc.returncode}, the point passed {reached} "
+        f"times): {proc.stderr[-1500:]} {proc.stdout[-1500:]}"
+    )
