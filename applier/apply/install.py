@@ -76,6 +76,7 @@ def install(
                 sql = dialect.procedure_sql(a, op)
                 if sql is None:
                     continue
+                _drop_overloads(cur, dialect, *dialect.proc_name(a, op))
                 for stmt in dialect.split_script(sql):
                     _exec(cur, stmt, f"installing {dialect.proc_ref(a, op)}")
                 installed.append(dialect.proc_ref(a, op))
@@ -101,6 +102,18 @@ def install(
     finally:
         conn.close()
     return installed
+
+
+def _drop_overloads(cur: Any, dialect: Dialect, schema: str | None, name: str) -> None:
+    """Drop every procedure named ``name`` before it is created again (PostgreSQL: an earlier
+    run's, created with other parameters after a schema change, would stay beside the new one
+    as an overload, and the next schema change's ``DROP PROCEDURE`` would fail as ambiguous)."""
+    sql = dialect.overloads_sql()
+    if sql is None:
+        return
+    cur.execute(sql, schema, name)
+    for (signature,) in cur.fetchall():  # the catalog's own quoted text: name(types)
+        _exec(cur, f"DROP PROCEDURE {signature}", f"dropping {signature}")
 
 
 def install_key(articles: Sequence[Article], custom_sql: Sequence[Path], set_apply: bool) -> str | None:

@@ -224,6 +224,14 @@ class PostgresDialect(Dialect):
     def create_schema_sql(self, schema: str) -> str:
         return f"CREATE SCHEMA IF NOT EXISTS {self.quote(schema)}"
 
+    def overloads_sql(self) -> str | None:
+        return (
+            "SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p "
+            "JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname = COALESCE(CAST(? AS text), current_schema()) AND p.proname = ? "
+            "AND p.prokind = 'p'"
+        )
+
     def backend_id_sql(self) -> str | None:
         return "SELECT pg_backend_pid()"
 

@@ -203,6 +203,14 @@ class ProcedureText:
         template = f"{OPS[op]}_{d.syntax.value.lower()}.sql.j2"
         return self.render(template, **self.template_context(article, op))
 
+    def overloads_sql(self) -> str | None:
+        """A query, schema and name bound (a NULL schema: the session's), of every procedure of
+        that name there, each as the text ``DROP PROCEDURE`` takes; None where a name holds one
+        procedure (SQL Server: ``CREATE OR ALTER`` replaces it). PostgreSQL resolves procedures
+        by signature: a procedure created with other parameters (an earlier run's, after a
+        schema change) stays beside the new one, and the next ``DROP PROCEDURE name`` fails."""
+        return None
+
     # -- set-based apply (run.set_apply) ---------------------------------------------
     SET_APPLY: ClassVar[bool] = False  # the dialect has set_apply.sql.j2
 
