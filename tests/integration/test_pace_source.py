@@ -19,11 +19,10 @@ import dataclasses
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from applier.config import LoadSettings, parse_config
+from applier.config import LoadSettings, load_config
 from applier.errors import ConfigError
 from tests.support.runs import run
 
@@ -34,80 +33,29 @@ SLACK = 1.0  # seconds any round may (a loaded 2-core machine)
 INTERVAL = 0.1
 
 
+DATA = Path(__file__).resolve().parents[1] / "data" / "captures" / "paced"
+CAPTURE = DATA / "bursts.v1.jsonl"  # README.md there: 6 bursts of 8 transactions
+
+
 def _config(name: str, load: LoadSettings):  # type: ignore[no-untyped-def]
-    cfg = parse_config(
-        {
-            "run": {"streams": 2, "subscription": name, "commit_batch_size": 50},
-            "articles": [
-                {
-                    "name": "public.meter",
-                    "columns": [
-                        {"name": "id", "type": "int", "nullable": False},
-                        {"name": "reading", "type": "int"},
-                    ],
-                    "key": ["id"],
-                }
-            ],
-        },
-        "<pace source test>",
-    )
-    return cfg.replace(load=load)
+    cfg = load_config(DATA / "meter.toml")
+    return cfg.replace(run=dataclasses.replace(cfg.run, subscription=name), load=load)
 
 
-def _schedule() -> list[float]:
-    """Commit offsets (s): 6 bursts of 8 transactions 20 ms apart, 0.45 s of idle between."""
-    out = []
-    t = 0.0
-    for _burst in range(6):
-        for _ in range(8):
-            out.append(round(t, 6))
-            t += 0.02
-        t += 0.45
-    return out
-
-
-def _capture(path: Path, offsets: list[float]) -> Path:
-    """wal2json format-version 1 lines: transaction i inserts meter i and raises meter i - 1's
-    reading (so keys cross transactions), committed at ``T0 + offsets[i]``."""
-    t0 = dt.datetime(2026, 11, 28, 9, 0, 0, tzinfo=dt.timezone.utc)
-    lines = []
-    for i, off in enumerate(offsets):
-        at = (t0 + dt.timedelta(seconds=off)).strftime("%Y-%m-%d %H:%M:%S.%f") + "+00"
-        change: list[dict[str, Any]] = [
-            {
-                "kind": "insert",
-                "schema": "public",
-                "table": "meter",
-                "columnnames": ["id", "reading"],
-                "columntypes": ["integer", "integer"],
-                "columnvalues": [i, 0],
-            }
-        ]
-        if i:
-            change.append(
-                {
-                    "kind": "update",
-                    "schema": "public",
-                    "table": "meter",
-                    "columnnames": ["id", "reading"],
-                    "columntypes": ["integer", "integer"],
-                    "columnvalues": [i - 1, i],
-                    "oldkeys": {"keynames": ["id"], "keytypes": ["integer"], "keyvalues": [i - 1]},
-                }
-            )
-        lines.append(
-            json.dumps(
-                {"xid": 1000 + i, "nextlsn": f"0/{0x1000 + i * 0x100:X}", "timestamp": at, "change": change}
-            )
-        )
-    path.write_text("\n".join(lines) + "\n")
-    return path
+def _offsets(path: Path) -> list[float]:
+    """Each transaction's commit, seconds after the first, from the capture's timestamps."""
+    times = [
+        dt.datetime.strptime(json.loads(line)["timestamp"] + "00", "%Y-%m-%d %H:%M:%S.%f%z").timestamp()
+        for line in path.read_text().splitlines()
+        if line.strip()
+    ]
+    return [t - times[0] for t in times]
 
 
 @pytest.mark.parametrize("speed", [1.0, 2.0])
 def test_a_capture_replays_at_its_commit_times(spark, target, tmp_path: Path, speed: float) -> None:
-    offsets = _schedule()
-    f = _capture(tmp_path / "meter.v1.jsonl", offsets)
+    offsets = _offsets(CAPTURE)
+    f = CAPTURE
     cfg = _config(f"pace-src-{int(speed)}", LoadSettings(pace="source", speed=speed, batch_interval=INTERVAL))
     result, rep = run(spark, cfg, target, changes=f, changes_format="wal2json")
     assert result.verdict.value == "converged" and result.exit_code == 0, rep.get("check")
@@ -133,8 +81,8 @@ def test_a_capture_replays_at_its_commit_times(spark, target, tmp_path: Path, sp
 
 
 def test_pace_source_needs_commit_times(spark, target, tmp_path: Path) -> None:
-    f = _capture(tmp_path / "meter.v1.jsonl", [0.0, 0.1, 0.2])
-    lines = f.read_text().splitlines()
+    f = tmp_path / "meter.v1.jsonl"
+    lines = CAPTURE.read_text().splitlines()[:3]
     doc = json.loads(lines[1])
     del doc["timestamp"]
     lines[1] = json.dumps(doc)
