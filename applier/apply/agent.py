@@ -126,9 +126,11 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
         def skip(f: Failure) -> bool:
             return job.error_policy.skips(f.cls, f.code)
 
-        def progress_call(stream: int, rows: Sequence[Row], rnd: int) -> Call:
-            top = rows.max_lsn() if isinstance(rows, Share) else max(r["lsn"] for r in rows)
-            return Call(upsert, progress.upsert_params(job.subscription, stream, top, rnd))
+        def progress_calls(stream: int, rows: Sequence[Row], rnd: int) -> list[Call]:
+            """The watermark of a commit of ``rows`` (and its audit, with audit_commands)."""
+            lsns = rows.values("lsn") if isinstance(rows, Share) else [r["lsn"] for r in rows]
+            up = Call(upsert, progress.upsert_params(job.subscription, stream, max(lsns), rnd))
+            return [up, *job.audit_calls(stream, rnd, lsns)]
 
         def commit(r: int, share: Sequence[Row], calls: Sequence[tuple[Row, Call]]) -> None:
             """Commit this stream's share of a round every stream applied. A connection lost at
@@ -141,7 +143,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                 log.warning(
                     "stream %d lost its connection at the commit of round %d: applying it again", s, r
                 )
-                return apply_serially(sender, calls, [progress_call(s, share, r)], job.retry, skip)[1]
+                return apply_serially(sender, calls, progress_calls(s, share, r), job.retry, skip)[1]
 
             try:
                 commit_surely(
@@ -186,7 +188,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
             t_exec = time.time()
             calls = planned_calls if planned_calls is not None else sender.calls(share)
             skipped, failure = send_with_policy(
-                sender, calls, [progress_call(s, share, r)] if share else [], skip
+                sender, calls, progress_calls(s, share, r) if share else [], skip
             )
             if r + 1 < job.rounds:
                 # The next share's calls are built while the other streams finish this round.
@@ -365,10 +367,15 @@ def _reapply(
         by_stream.setdefault(row["stream"], []).append(row)
     progress = ProgressTable(sender.dialect)
     tail = [
-        Call(
-            progress.upsert_sql, progress.upsert_params(job.subscription, st, max(x["lsn"] for x in rows), r)
-        )
+        call
         for st, rows in sorted(by_stream.items())
+        for call in (
+            Call(
+                progress.upsert_sql,
+                progress.upsert_params(job.subscription, st, max(x["lsn"] for x in rows), r),
+            ),
+            *job.audit_calls(st, r, [x["lsn"] for x in rows]),
+        )
     ]
 
     def landed() -> bool:

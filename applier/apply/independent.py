@@ -139,7 +139,8 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
                 Call(
                     table.upsert_sql,
                     table.upsert_params(job.subscription, s, txn[-1]["lsn"], txn[-1]["xact_index"]),
-                )
+                ),
+                *job.audit_calls(s, txn[-1]["xact_index"], [r["lsn"] for r in txn]),
             ]
             t_exec = time.time()
             skipped, failure = send_with_policy(sender, calls, tail, skip)
@@ -256,7 +257,7 @@ def _apply_deferred(
         tail = [
             Call(table.upsert_sql, table.upsert_params(job.subscription, st, lsn, txn[-1]["xact_index"]))
             for st, lsn in sorted(by_stream.items())
-        ]
+        ] + job.audit_calls(0, txn[-1]["xact_index"], [r["lsn"] for r in txn])
 
         def landed(by_stream: dict[int, int] = by_stream) -> bool:
             seen = table.read(sender.conn.cursor(), job.subscription)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from applier.apply.gate import ScheduleSpec
 from applier.apply.pace import Pace
 from applier.articles import Article
 from applier.config import ErrorPolicy
+from applier.plan.calls import Call
 from applier.targets.connection import REAPPLY, RetryPolicy
 from applier.targets.endpoint import Endpoint
+from applier.targets.progress import ProgressTable
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,7 @@ class StreamJob:
     error_policy: ErrorPolicy
     retry: RetryPolicy = REAPPLY  # transient errors of the single-connection re-apply
     set_apply: bool = False  # run.set_apply: set-based calls in parallel rounds
+    audit: bool = False  # run.audit_commands: each commit records its commands' lsns
     # A share committed whole is one "batch" event (verify.outcomes expands it by stream and
     # round); False where (stream, round) does not identify the share (several segments).
     batch_events: bool = True
@@ -41,3 +45,11 @@ class StreamJob:
     pace: Pace | None = None
     # The streams report each round to the driver as they go (live metrics, -P progress lines)
     live: bool = False
+
+    def audit_calls(self, stream: int, rnd: int, lsns: Sequence[int]) -> list[Call]:
+        """``[run] audit_commands``: the statement recording that one commit carried ``lsns``
+        (none when the setting is off or the commit carries no command)."""
+        if not self.audit or not lsns:
+            return []
+        progress = ProgressTable(self.endpoint.dialect)
+        return [Call(progress.audit_sql, progress.audit_params(self.subscription, stream, rnd, lsns))]

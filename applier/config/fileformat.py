@@ -164,6 +164,10 @@ class RunSection(_Table):
         le=2**31 - 1,
         description="rows of a key range of the snapshot load, committed with its watermark (a resumed load skips the ranges committed)",
     )
+    audit_commands: bool = Field(
+        default=_RUN.audit_commands,
+        description="every commit also records the lsns of the commands it carried (applier.applied_commands, same transaction): counts each command once, set-based apply included",
+    )
 
     @field_validator("error_policy")
     @classmethod

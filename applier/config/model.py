@@ -89,6 +89,10 @@ class RunSettings:
     # resumed load loads only the ranges not recorded (applier.apply.snapshot). Not part of the
     # run's identity: a resume with another size loads the snapshot again.
     snapshot_range_rows: int = 25_000
+    # Every commit also records which commands it carried (their lsns, in the subscriber's
+    # applier.applied_commands, in the same transaction): a witness that counts each command
+    # once whatever merged them (set-based apply). Off by default: it writes a row per commit.
+    audit_commands: bool = False
 
 
 PACES = ("source",)  # --pace: a replayed capture at its own commit times

@@ -50,8 +50,15 @@ class SchemaStatements:
 
     # -- the progress table (applier.targets.progress) ----------------------------------
     PROGRESS_SCHEMA: ClassVar[str] = "applier"
-    OWN_TABLES: ClassVar[tuple[str, ...]] = ("progress", "runs", "baselines", "ranges")  # in PROGRESS_SCHEMA
+    OWN_TABLES: ClassVar[tuple[str, ...]] = (
+        "progress",
+        "runs",
+        "baselines",
+        "ranges",
+        "applied_commands",
+    )  # in PROGRESS_SCHEMA
     RANGE_TABLE: ClassVar[str] = "ranges"  # the snapshot load's watermark (one of OWN_TABLES)
+    APPLIED_TABLE: ClassVar[str] = "applied_commands"  # [run] audit_commands (one of OWN_TABLES)
 
     def progress_table(self) -> str:
         return self.qualified(self.PROGRESS_SCHEMA, self.OWN_TABLES[0])
@@ -77,8 +84,21 @@ class SchemaStatements:
             self.render("run_create.sql.j2", table=self.run_table()).strip(),
             self.render("baseline_create.sql.j2", table=self.baseline_table()).strip(),
             self.render("range_create.sql.j2", table=self.range_table()).strip(),
+            self.render("applied_create.sql.j2", table=self.applied_table()).strip(),
             *self.support_sql(),
         ]
+
+    def applied_table(self) -> str:
+        return self.qualified(self.PROGRESS_SCHEMA, self.APPLIED_TABLE)
+
+    def applied_insert_sql(self) -> str:
+        """Parameters: subscription, stream, round, lsns (the commit's command lsns, comma
+        separated): the audit of ``[run] audit_commands``, committed with the commands."""
+        return self.render("applied_insert.sql.j2", table=self.applied_table()).strip()
+
+    def applied_clear_sql(self) -> str:
+        """Parameter: subscription."""
+        return f"DELETE FROM {self.applied_table()} WHERE {self.quote('subscription')} = ?"
 
     def range_insert_sql(self) -> str:
         """Parameters: subscription, range_no, row_count, layout."""

@@ -701,6 +701,7 @@ def stream_job(
         rs.error_policy,
         retry=dataclasses.replace(REAPPLY, attempts=rs.retry_attempts),
         set_apply=set_apply,
+        audit=rs.audit_commands,
         batch_events=not segmented,
         schedule=schedule,
         pace=Pace(rs.commit_batch_size, rate=config.load.rate) if config.load.rate is not None else None,

@@ -120,8 +120,25 @@ class ProgressTable:
         return (subscription, stream, last_lsn, last_round)
 
     def clear(self, cur: Any, subscription: str) -> None:
-        """Forget a subscription's progress: its next run starts from the beginning."""
+        """Forget a subscription's progress (and its audit of commands): its next run starts
+        from the beginning."""
         cur.execute(self.dialect.progress_clear_sql(), subscription)
+        cur.execute(self.dialect.applied_clear_sql(), subscription)
+
+    @property
+    def audit_sql(self) -> str:
+        """``[run] audit_commands``: the commit's command lsns, sent with its commands."""
+        return self.dialect.applied_insert_sql()
+
+    @staticmethod
+    def audit_params(subscription: str, stream: int, rnd: int, lsns: Sequence[int]) -> tuple[Any, ...]:
+        return (subscription, stream, rnd, ",".join(str(int(x)) for x in lsns))
+
+    def audited(self, cur: Any, subscription: str) -> list[int]:
+        """Every command lsn the subscription's commits recorded, once per commit that carried it."""
+        table, q = self.dialect.applied_table(), self.dialect.quote
+        cur.execute(f"SELECT {q('lsns')} FROM {table} WHERE {q('subscription')} = ?", subscription)
+        return [int(x) for (text,) in cur.fetchall() for x in str(text).split(",") if x]
 
     def read(self, cur: Any, subscription: str) -> dict[int, tuple[int, int]]:
         """stream -> (last lsn, last round) committed."""

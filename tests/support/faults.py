@@ -70,6 +70,18 @@ def expected_changes(cfg: Any, snapshot: bool = True) -> Counter[tuple[str, int]
     return out
 
 
+def expected_lsns(cfg: Any) -> Counter[int]:
+    """The lsn of every command a generated stream holds, once each: what ``[run]
+    audit_commands`` records (``applier.applied_commands``) after an exactly-once apply."""
+    lanes = hazards.generate_lane if cfg.workload.kind in hazards.HAZARDS else generate_lane
+    return Counter(
+        int(r[0])
+        for lane in range(LANES)
+        for kind, r in lanes(cfg.articles, cfg.workload, lane)
+        if kind != "snapshot"
+    )
+
+
 def kill_at(connection_string: str, cfg_file: Path, custom: Path, point: str, at: int, tmp: Path) -> None:
     """``applier run`` (in a session of its own) killed with SIGKILL at the ``at``-th pass of the
     fail point ``point`` (:mod:`applier.failpoints`); fails the test if it was not."""
