@@ -19,7 +19,7 @@ boundaries are quantiles of a sample that depends on the keys alone: the rows wh
 the same boundaries, however Spark partitions it and whatever the session: a resume computes
 the ranges the killed run loaded. Their digest (:attr:`KeyRanges.layout`) is recorded with each
 range, and a resume that computes another (``snapshot_range_rows`` changed in between) loads the
-snapshot again into tables created again (:func:`applier.pipeline.run._prepare`). A snapshot
+snapshot again into tables created again (:func:`applier.pipeline.prepare.prepare`). A snapshot
 known to hold at most ``range_rows`` rows is one range, found with no Spark job.
 
 **Cost.** One Spark job reads the keys for the sample (a generated snapshot is cached: that job

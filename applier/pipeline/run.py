@@ -7,7 +7,6 @@ module only sequences the stages; each stage lives in its own package.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import shutil
 import time
@@ -20,25 +19,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from applier import failpoints, leftovers
-from applier.apply.digest import EventDigest
-from applier.apply.events import EVENT_SCHEMA
-from applier.apply.gate import ScheduleSpec, order_of
-from applier.apply.install import add_constraints, install, present_tables
-from applier.apply.job import StreamJob
-from applier.apply.pace import Pace
-from applier.apply.rendezvous import observing
-from applier.apply.snapshot import KeyRanges, key_ranges, load_snapshot
 from applier.apply.summary import summarize
-from applier.articles import Article
-from applier.config import Config, RunSettings, Subscription
+from applier.config import Config, Subscription
 from applier.distribute.routing import filter_rows, route, sub_articles
-from applier.errors import ApplierError, ConfigError, InputError, stop_of
-from applier.partition.dependencies import dependencies, touches
-from applier.partition.figures import explain, figures
-from applier.partition.strategies import Timed
+from applier.errors import ApplierError, stop_of
 from applier.pipeline import cost
 from applier.pipeline.identity import RunIdentity, run_identity
-from applier.pipeline.schedule import conflict_rows, read_schedule, schedule_rows
+from applier.pipeline.prepare import prepare, record, resumed
+from applier.pipeline.schedule import conflict_rows, schedule_rows
 from applier.pipeline.segments import (
     Applied,
     Plan,
@@ -47,25 +35,21 @@ from applier.pipeline.segments import (
     forget_segments,
     plan_barriers,
 )
+from applier.pipeline.streamjob import commands_of, explained, size_hint, stream_job, timed, union
 from applier.records.events import Schemas
 from applier.records.schema import EVENT_OPS
-from applier.results import ApplySummary, Check, RunResult, SubscriptionResult
+from applier.results import Check, RunResult, SubscriptionResult
 from applier.sources.dataset import ChangeSet, generate, read_changes
 from applier.sources.formats import Options
 from applier.sources.hazards import effective_config
 from applier.sources.lengths import check_utf16_lengths
 from applier.sparkenv import without_aqe
-from applier.targets.connection import REAPPLY
 from applier.targets.endpoint import Endpoint
 from applier.targets.progress import (
     APPLIED,
     APPLYING,
-    INSTALLED,
-    LOADED,
     STARTED,
     Baseline,
-    LoadedRange,
-    ProgressTable,
     RunRecord,
 )
 from applier.verify import scope
@@ -82,7 +66,6 @@ EXPLAINED_SHARE = 0.5
 # a warm 1,000-command run of 2 rounds, twice the rest of its verify); a run of a round or two
 # is a correctness test, where `applier streams --explain` says the same on demand
 EXPLAINED_RESETS = 3
-RESET_ROUNDS = 10_000  # reset rounds the explanation checks one by one at most
 KEYS_NO = "the stream changes the schema or carries statements or procedures: rows no key names change"
 STOPPED = "the run stopped: transient errors on the single connection outlasted the retry policy ({})"
 
@@ -169,7 +152,7 @@ def run(
     # stopped before it recorded its start) starts it from the beginning.
     held: dict[str, RunRecord] = {}
     for s in subs if resume else ():
-        found = _resumed(endpoints[s.name], s.name, idents[s.name], arts[s.name])
+        found = resumed(endpoints[s.name], s.name, idents[s.name], arts[s.name])
         if found is not None:
             held[s.name] = found
         else:
@@ -202,7 +185,7 @@ def run(
             for s in subs:
                 if s.name in held:
                     continue
-                _record(endpoints[s.name], s.name, idents[s.name], STARTED, None)
+                record(endpoints[s.name], s.name, idents[s.name], STARTED, None)
             out = []
             for sub in subs:
                 out.append(
@@ -293,7 +276,7 @@ def _subscription(
         )
         # verify in proportion to the change: the stream's keys, and a digest of the rest taken
         # after the load (applier.verify.scope), where that reads less than the whole subscriber
-        commands = _commands(config, cs, ident)
+        commands = commands_of(config, cs, ident)
         keys_why = None if not events and cs.schemas is None else KEYS_NO
 
         def baselines(rows: int) -> list[Baseline]:  # the snapshot's rows are known once loaded
@@ -303,7 +286,7 @@ def _subscription(
                 spark, endpoint, first, replicated(cs.changes, first), rs.verify, commands
             )
 
-        loaded = _prepare(
+        loaded = prepare(
             endpoint,
             sub,
             first,
@@ -334,23 +317,23 @@ def _subscription(
         rs.model,
         job,
         resuming,
-        size_hint=_size_hint(config, cs, ident, routing),
-        timed=_timed(config, cs),
+        size_hint=size_hint(config, cs, ident, routing),
+        timed=timed(config, cs),
     )
     known = cs.stats if whole else None
     if plan.barriers and not resuming:  # rows an older run of the subscription left
         forget_segments(endpoint, sub.name, plan)
-    _record(endpoint, sub.name, ident, APPLYING, loaded)
+    record(endpoint, sub.name, ident, APPLYING, loaded)
     applied = apply_segments(spark, routed, schemas, sub, st, plan, wd, say, progress, known)
     if not applied.fatal:
-        _record(endpoint, sub.name, ident, APPLIED, loaded)
+        record(endpoint, sub.name, ident, APPLIED, loaded)
         failpoints.reach("apply.done")
     phases["plan"] = applied.plan_seconds
     phases["apply"] = applied.apply_seconds
 
     t = time.perf_counter()
     with cost.phase("verify"):
-        ev = _union(spark, applied.events)
+        ev = union(spark, applied.events)
         digest = applied.digest
         summary = summarize(
             ev,
@@ -390,7 +373,7 @@ def _subscription(
     if explain_resets and many and job.streams > 1 and planned is not None:
         t = time.perf_counter()
         with cost.phase("explain"), without_aqe(spark, rows=applied.commands):
-            summary = _explain_resets(planned, config.run, first, summary, digest, applied.transactions)
+            summary = explained(planned, config.run, first, summary, digest, applied.transactions)
         phases["explain"] = time.perf_counter() - t
     if applied.planned is not None:
         applied.planned.unpersist()
@@ -416,306 +399,6 @@ def _subscription(
         schedule,
         conflicts,
     )
-
-
-def _explain_resets(
-    planned: DataFrame,
-    rs: RunSettings,
-    articles: tuple[Article, ...],
-    summary: ApplySummary,
-    digest: EventDigest,
-    transactions: int,
-) -> ApplySummary:
-    """The summary with why most of its rounds reset and what would let the traffic run in
-    parallel (:mod:`applier.partition.dependencies`: the analysis ``applier streams --explain``
-    shows), from the planned stream as it was applied (cached: one Spark job). An analysis that
-    fails leaves the summary as it was: the run's verdict does not hang on it."""
-    # the reset rounds, from their log lines (every one is in the digest); past RESET_ROUNDS the
-    # analysis does not name which of them hold a dependency (a list that long in a query)
-    resets = {r["round"] for r in digest.of("log") if r["outcome"] is None and r["round"] is not None}
-    try:
-        fig = figures(
-            dependencies(touches(planned, articles)),
-            rs.commit_batch_size,
-            transactions,
-            sorted(resets) if len(resets) == summary.resets <= RESET_ROUNDS else None,
-        )
-    except Exception as e:  # noqa: BLE001 - an explanation that fails explains nothing, and says so in the log
-        if stop_of(e) is not None:
-            raise
-        log.warning("could not explain the resets: %s", failure_reason(e))
-        log.info("the resets' explanation failed", exc_info=True)
-        return summary
-    par = explain(
-        fig,
-        rounds=summary.rounds,
-        resets=summary.resets,
-        strategy=rs.partition,
-        model=rs.model,
-        commit_batch_size=rs.commit_batch_size,
-    )
-    return dataclasses.replace(summary, parallelism=par)
-
-
-def _timed(config: Config, cs: ChangeSet) -> Timed | None:
-    """A replay at the capture's pace (``--pace source``): its commit times, speed and round
-    interval; None for any other run."""
-    ld = config.load
-    if ld.pace != "source":
-        return None
-    if cs.commit_times is None:
-        raise ConfigError(
-            f"{cs.origin}: --pace source replays a capture at its commit times, and this stream "
-            "has none (read a capture with --format wal2json, wal2json2, debezium, maxwell or "
-            "mssql-cdc; pace a canonical or generated stream with --rate)"
-        )
-    return Timed(cs.commit_times, ld.speed, ld.batch_interval)
-
-
-def _size_hint(config: Config, cs: ChangeSet, ident: RunIdentity, routing: Mapping[str, int]) -> int:
-    """Commands the subscription's stream holds (how its planned stream is cached: a large one
-    on disk only, never in the driver JVM's heap): the generated count, the routed counts, or
-    a count of the stream as read (cached)."""
-    if "generated" in ident.settings["source"]:
-        return config.workload.commands
-    if routing:
-        return sum(routing.values())
-    if cs.rows is not None:
-        return cs.rows
-    with cost.phase("plan"):
-        return int(cs.changes.count())
-
-
-def _commands(config: Config, cs: ChangeSet, ident: RunIdentity) -> int | None:
-    """The commands of the stream where they are known without a job (None: not known)."""
-    if cs.stats is not None:
-        return cs.stats.commands
-    if cs.rows is not None:
-        return cs.rows
-    return config.workload.commands if "generated" in ident.settings["source"] else None
-
-
-def _record(
-    endpoint: Endpoint,
-    name: str,
-    ident: RunIdentity,
-    phase: str,
-    rows: int | None,
-) -> None:
-    """The phase this subscription's run reached, recorded in the subscriber (its tables
-    created first when it has none)."""
-    conn = endpoint.connect()
-    try:
-        cur = conn.cursor()
-        if phase == STARTED:
-            for stmt in ProgressTable(endpoint.dialect).ddl():
-                cur.execute(stmt)
-        _write_phase(cur, endpoint, name, ident, phase, rows)
-        conn.commit()
-    finally:
-        conn.close()
-
-
-def _write_phase(
-    cur: Any,
-    endpoint: Endpoint,
-    name: str,
-    ident: RunIdentity,
-    phase: str,
-    rows: int | None,
-    baselines: Sequence[Baseline] = (),
-) -> None:
-    """Write the phase on ``cur`` (committed by the caller, with the work of that phase); the
-    load's phase with verify's baselines (replacing any earlier run's)."""
-    table = ProgressTable(endpoint.dialect)
-    if phase == LOADED:
-        table.write_baselines(cur, name, baselines)
-    table.write_run(cur, name, ident.fingerprint, ident.settings, phase, rows)
-
-
-def _held_run(endpoint: Endpoint, name: str) -> RunRecord | None:
-    """The run the subscriber holds for ``name``; None when it holds none (or no runs table)."""
-    import pyodbc
-
-    conn = endpoint.connect()
-    try:
-        return ProgressTable(endpoint.dialect).read_run(conn.cursor(), name)
-    except pyodbc.Error:  # no runs table: applier never installed anything here
-        return None
-    finally:
-        conn.close()
-
-
-def _resumed(
-    endpoint: Endpoint, name: str, ident: RunIdentity, articles: Sequence[Article]
-) -> RunRecord | None:
-    """The run a resume continues (the phase it reached, its snapshot's rows); None where the
-    subscriber holds no record of a run of ``name`` and none of its ``articles``' tables: there
-    is nothing to continue, and nothing another run left to mistake for it. Anything else but the
-    same run is refused, naming what differs."""
-    held = _held_run(endpoint, name)
-    if held is None:
-        there = present_tables(endpoint, articles)
-        if not there:
-            return None
-        raise InputError(
-            f"--resume: {endpoint.description} holds no run of subscription {name!r} to continue, "
-            f"and its table(s) {', '.join(there)} are there: another run's, or tables of that name "
-            "(run it without --resume to start again)"
-        )
-    if held.fingerprint != ident.fingerprint:
-        diff = ident.differences(held.settings)
-        raise ConfigError(
-            f"--resume: subscription {name!r} in {endpoint.description} holds another run: "
-            + ("; ".join(diff) or "its settings differ")
-            + " (resume with the same settings, or run without --resume to start again)"
-        )
-    return held
-
-
-def _prepare(
-    endpoint: Endpoint,
-    sub: Subscription,
-    articles: tuple[Article, ...],
-    ident: RunIdentity,
-    snapshot: DataFrame,
-    custom_sql: Sequence[Path],
-    set_apply: bool,
-    full_copy: bool,
-    held: RunRecord | None,
-    say: Say,
-    label: bool,
-    snapshot_rows: int | None = None,
-    baselines: Callable[[int], Sequence[Baseline]] = lambda _: (),
-    range_rows: int = RunSettings.snapshot_range_rows,
-) -> int:
-    """Tables, procedures, snapshot and constraints, each phase recorded in the subscriber;
-    returns the snapshot's row count. A resume (``held``: the run it continues) continues
-    from there: a run stopped before its tables were installed installs them again; one
-    stopped during its snapshot load loads only the key ranges not recorded
-    (:mod:`applier.apply.snapshot`, ranges of ``range_rows`` rows); one stopped after it skips
-    both. The subscriber's constraints are added after the last range, in the transaction that
-    records the load's phase: a resume never adds them twice.
-    ``baselines``: what verify compares the rest of the subscriber with, given the rows loaded
-    (recorded with the load's phase)."""
-    who = f"{sub.name}: " if label else ""
-    if held is not None and held.phase in (LOADED, APPLYING, APPLIED):
-        say(f"{who}resuming from the progress table ({held.phase})")
-        return held.snapshot_rows or 0
-    # a resume of a load finds the ranges it committed; the ranges are the same where the
-    # snapshot is (applier.apply.snapshot)
-    ranges = done = None
-    if held is not None and held.phase == INSTALLED:
-        ranges = key_ranges(snapshot, range_rows, snapshot_rows)
-        done = _loaded_ranges(endpoint, sub.name, ranges, who, say)
-    if done is None:
-        if held is not None and held.phase == STARTED:
-            say(f"{who}resuming: the earlier run stopped before its tables were installed; installing them")
-        say(f"{who}installing tables and procedures")
-        install(endpoint, articles, sub.name, custom_sql=custom_sql, set_apply=set_apply)
-        failpoints.reach("install.done")
-        _record(endpoint, sub.name, ident, INSTALLED, None)
-        done = {}
-    say(f"{who}loading the snapshot")
-    ranges = ranges or key_ranges(snapshot, range_rows, snapshot_rows)
-    t = time.perf_counter()  # the load alone (the sample computed a generated snapshot's rows)
-    load = load_snapshot(snapshot, endpoint, articles, sub.name, ranges=ranges, done=done)
-    seconds = time.perf_counter() - t
-    if load.resumed:
-        say(
-            f"{who}snapshot loaded: {load.loaded:,} rows in {load.ranges - load.resumed} of its {load.ranges} "
-            f"key ranges ({seconds:.1f} s); the other {load.rows - load.loaded:,} rows were committed "
-            "before the stop"
-        )
-    else:
-        say(f"{who}snapshot loaded: {load.loaded:,} rows in {load.ranges} key range(s) ({seconds:.1f} s)")
-    failpoints.reach("load.constraints")
-    base = baselines(load.rows)
-    add_constraints(
-        endpoint,
-        articles if full_copy else (),
-        record=lambda cur: _write_phase(cur, endpoint, sub.name, ident, LOADED, load.rows, base),
-    )
-    failpoints.reach("load.done")
-    return load.rows
-
-
-def _loaded_ranges(
-    endpoint: Endpoint, name: str, ranges: KeyRanges, who: str, say: Say
-) -> dict[int, LoadedRange] | None:
-    """The key ranges a killed load committed (their layout the same as ``ranges``'); None
-    where the snapshot must be loaded again into new tables: the subscriber holds ranges of
-    another layout (``snapshot_range_rows`` changed), or keeps no record of ranges (an older
-    applier's load, committed per task)."""
-    import pyodbc
-
-    conn = endpoint.connect()
-    try:
-        done = ProgressTable(endpoint.dialect).read_ranges(conn.cursor(), name)
-        conn.commit()
-    except pyodbc.Error:
-        say(f"{who}resuming: the subscriber keeps no record of the snapshot's key ranges; loading it again")
-        return None
-    finally:
-        conn.close()
-    other = {r.layout for r in done.values()} - {ranges.layout}
-    if other:
-        say(
-            f"{who}resuming: the snapshot's {len(done)} key range(s) loaded before the stop were cut "
-            f"otherwise (snapshot_range_rows changed?); loading it again"
-        )
-        return None
-    rows = sum(r.rows for r in done.values())
-    say(
-        f"{who}resuming the snapshot load: {len(done)} of its {ranges.count} key ranges ({rows:,} rows) "
-        f"were committed before the stop; loading the other {ranges.count - len(done)}"
-    )
-    return done
-
-
-def stream_job(
-    config: Config,
-    sub: Subscription,
-    endpoint: Endpoint,
-    articles: tuple[Article, ...],
-    *,
-    set_apply: bool,
-    segmented: bool,
-) -> StreamJob:
-    """What the stream tasks of ``sub`` need: [run]'s lock timeout, error policy and retry
-    attempts (the single-connection re-apply's tenacity policy), the subscription's streams.
-    Rounds and articles are set per segment; ``segmented``: (stream, round) does not name a
-    share across segments, so shares are not summarized as batch events."""
-    rs = config.run
-    schedule = None
-    if rs.schedule == "controlled":
-        order = order_of(read_schedule(rs.schedule_file)) if rs.schedule_file else ()
-        schedule = ScheduleSpec(rs.schedule_seed, rs.schedule_strategy, rs.pct_depth, order)
-    return StreamJob(
-        endpoint,
-        articles,
-        sub.name,
-        sub.streams or rs.streams,
-        0,
-        rs.lock_timeout_ms,
-        rs.error_policy,
-        retry=dataclasses.replace(REAPPLY, attempts=rs.retry_attempts),
-        set_apply=set_apply,
-        audit=rs.audit_commands,
-        batch_events=not segmented,
-        schedule=schedule,
-        pace=Pace(rs.commit_batch_size, rate=config.load.rate) if config.load.rate is not None else None,
-        live=observing(),
-    )
-
-
-def _union(spark: SparkSession, parts: list[DataFrame]) -> DataFrame:
-    if not parts:
-        return spark.createDataFrame([], EVENT_SCHEMA)
-    df = parts[0]
-    for p in parts[1:]:
-        df = df.unionByName(p, allowMissingColumns=True)
-    return df
 
 
 def _verify(

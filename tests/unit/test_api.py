@@ -88,7 +88,8 @@ def _cfg(**run: object):  # type: ignore[no-untyped-def]
 
 
 def test_retry_attempts_reach_the_retry_policy():
-    from applier.pipeline.run import stream_job, subscriptions
+    from applier.pipeline.run import subscriptions
+    from applier.pipeline.streamjob import stream_job
 
     cfg = _cfg(retry_attempts=9, lock_timeout_ms=1234, error_policy="skip:2601")
     (sub,) = subscriptions(cfg)
