@@ -184,12 +184,13 @@ def test_a_million_row_snapshot_load_killed_at_80_percent_loads_only_the_rest(
     name = "snap_kill_1m"
     cfg, cfg_file = _config(tmp_path, name, rows_, RANGE_ROWS, transactions)
     ranges, committed = _killed_during_the_load(pg, target, tmp_path, name, cfg_file, "load.range", 32)
-    assert ranges == 32
+    # the 32nd commit kills the run; another loader may commit its range while the kill lands
+    assert 32 <= ranges < 40, ranges
     count, loaded, resume_load, resume_run = _resume_exactly_once(
         spark, target, cfg, tmp_path, name, ranges, committed
     )
     assert count == 40, count  # 1,000,000 rows in ranges of about 25,000
-    assert loaded == rows_ - committed <= rows_ * 0.25  # the last 8 ranges, and what was open
+    assert loaded == rows_ - committed <= rows_ * 0.25  # the ranges not committed: about 8 of 40
     figures = {
         "ranges": count,
         "committed_before_the_kill": committed,
@@ -203,8 +204,8 @@ def test_a_million_row_snapshot_load_killed_at_80_percent_loads_only_the_rest(
         record_property(k, v)
     with capsys.disabled():  # the figures, on the console (a benchmark's, never asserted on)
         print(
-            f"\n1M snapshot load killed after range 32 of {count} ({committed:,} rows committed, "
-            f"{committed / rows_:.0%}): the resume loaded {loaded:,} rows in {count - ranges} ranges, "
+            f"\n1M snapshot load killed at its 32nd range committed: {ranges} of {count} ranges committed "
+            f"({committed:,} rows, {committed / rows_:.0%}); the resume loaded {loaded:,} rows in {count - ranges} ranges, "
             f"load {resume_load:.1f} s (whole resumed run {resume_run:.1f} s); a full load "
             f"{full_load:.1f} s (whole run {full_run:.1f} s)"
         )
