@@ -24,7 +24,7 @@ test: setup ## run the tests (unit + integration on embedded PostgreSQL and loca
 test-tsql: setup ## the T-SQL path on a real T-SQL engine: the embedded Babelfish ($$APPLIER_BABELFISH or ../shared/babelfish)
 	$(BIN)/pytest -m tsql --durations=10
 
-test-faults: setup ## kill -9 at 26 seeded moments and resume, connection kills, signals (~30 min)
+test-faults: setup ## kill -9 at seeded moments and resume (runs, snapshot ranges, barrier events), connection kills, signals (~15 min)
 	$(BIN)/pytest -m faults
 
 test-faults-large: setup ## kill -9 at size: a 1,000,000-row snapshot load killed at 80 % and resumed (prints its figures)
