@@ -51,5 +51,5 @@ class StreamJob:
         (none when the setting is off or the commit carries no command)."""
         if not self.audit or not lsns:
             return []
-        progress = ProgressTable(self.endpoint.dialect)
-        return [Call(progress.audit_sql, progress.audit_params(self.subscription, stream, rnd, lsns))]
+        sql = self.endpoint.dialect.applied_insert_sql()  # not a ProgressTable: it renders two more templates
+        return [Call(sql, ProgressTable.audit_params(self.subscription, stream, rnd, lsns))]
