@@ -18,10 +18,6 @@ place.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -33,7 +29,7 @@ from applier.apply.snapshot import LOADER_ROWS, RANGE_ROWS
 from applier.targets.progress import ProgressTable
 from applier.verify.scope import AUTO_MIN_ROWS
 from tests.support.faults import expected_changes as _expected
-from tests.support.faults import expected_lsns
+from tests.support.faults import expected_lsns, kill_at
 from tests.support.runs import run
 from tests.support.subscriber import rows
 
@@ -125,22 +121,6 @@ OTHER = [
 ]
 
 
-def _kill_at(pg, cfg_file: Path, custom: Path, point: str, at: int, tmp: Path) -> None:  # type: ignore[no-untyped-def]
-    """``applier run`` killed with SIGKILL at the ``at``-th pass of ``point``."""
-    env = dict(os.environ, APPLIER_FAILPOINT=f"{point}@{at}", APPLIER_FAILPOINT_DIR=str(tmp))
-    cmd = [sys.executable, "-m", "applier.cli", "run", "--config", str(cfg_file)]
-    cmd += ["--custom-sql", str(custom), "--target", pg.connection_string(), "--quiet"]
-    proc = subprocess.run(
-        cmd, env=env, start_new_session=True, capture_output=True, text=True, timeout=600, check=False
-    )
-    passes = tmp / f"failpoint-{point}"
-    reached = passes.stat().st_size if passes.exists() else 0
-    assert proc.returncode == -signal.SIGKILL, (
-        f"the run was not killed at {point}@{at} (exit {proc.returncode}, the point passed {reached} "
-        f"times): {proc.stderr[-1500:]} {proc.stdout[-1500:]}"
-    )
-
-
 def _case(
     spark,
     pg,
@@ -169,7 +149,7 @@ def _case(
     custom = tmp_path / f"{name}-audit.sql"
     custom.write_text(AUDIT.format(name=name), encoding="utf-8")
     cfg = applier.load_config(cfg_file)
-    _kill_at(pg, cfg_file, custom, point, at, tmp_path)
+    kill_at(pg.connection_string(), cfg_file, custom, point, at, tmp_path)
 
     _result, report = run(spark, cfg, target, resume=True, custom_sql=[custom])
     assert report["verdict"] == "converged", report.get("divergent", [])[:3]

@@ -17,20 +17,19 @@ import getpass
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 import pytest
 
 from applier import leftovers
+from tests.support.killing import Scratch, clean, left
+from tests.support.killing import scratch as scratch_folders
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -58,34 +57,10 @@ def _mine(pid: int, root: Path) -> list[Path]:
     return out
 
 
-@dataclass(frozen=True)
-class Scratch:
-    """The run's SPARK_LOCAL_DIRS (``local``) and TMPDIR (``tmp``): short paths under /tmp (the
-    embedded cluster's socket path must fit in 107 bytes)."""
-
-    local: Path
-    tmp: Path
-
-    def env(self) -> dict[str, str]:
-        return {**os.environ, "SPARK_LOCAL_DIRS": str(self.local), "TMPDIR": str(self.tmp)}
-
-
 @pytest.fixture
 def scratch() -> Iterator[Scratch]:
-    s = Scratch(Path(tempfile.mkdtemp(prefix="sig-local-")), Path(tempfile.mkdtemp(prefix="sig-tmp-")))
-    s.tmp.chmod(0o1777)  # as /tmp: a run as root starts its server as another user, who must reach it
-    yield s
-    shutil.rmtree(s.local, ignore_errors=True)
-    shutil.rmtree(s.tmp, ignore_errors=True)
-
-
-def _left(folder: Path, *keep: Path) -> list[str]:
-    """What is in ``folder`` (two levels down, to say whose it is), but ``keep``."""
-    return sorted(
-        str(p.relative_to(folder))
-        for p in [*folder.glob("*"), *folder.glob("*/*")]
-        if p not in keep and p.parent not in keep
-    )
+    with scratch_folders("sig") as s:
+        yield s
 
 
 def _jvm(pid: int) -> int:
@@ -187,8 +162,8 @@ def test_signal_stops_cleanly(tmp_path, scratch, sig, phase, code, said):
     assert len(stop) == 1 and re.search(said, stop[0]), err[-2000:]
     assert not any(f.exists() for f in folders), "a temporary folder was left behind"
     assert not any(_postmaster_alive(f) for f in folders)
-    assert not _left(scratch.local), f"left in SPARK_LOCAL_DIRS: {_left(scratch.local)}"
-    assert not _left(scratch.tmp), f"left in TMPDIR: {_left(scratch.tmp)}"
+    assert not left(scratch.local), f"left in SPARK_LOCAL_DIRS: {left(scratch.local)}"
+    assert not left(scratch.tmp), f"left in TMPDIR: {left(scratch.tmp)}"
     assert not _perf_file(jvm).exists()
     doc = json.loads(report.read_text())
     assert (
@@ -213,15 +188,9 @@ def test_kill_9_leftovers_are_removed_by_the_next_run(tmp_path, scratch):
     assert all(f.exists() for f in folders) and _postmaster_alive(pg[0]), "kill -9 left nothing to clean"
     assert all(f.exists() for f in spark_local)
     mine = leftovers.owned_dir("applier-work-", scratch.tmp)  # a live run's folder: never touched
-    out = subprocess.run(
-        [sys.executable, "-m", "applier.cli", "clean"],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=scratch.env(),
-    ).stdout
+    out = clean(scratch)
     removed = {Path(line.split(" ", 1)[1]) for line in out.splitlines() if line.startswith("removed ")}
     assert set(folders) | set(spark_local) <= removed and mine.exists()
     assert not any(f.exists() for f in folders) and not _postmaster_alive(pg[0])
-    assert not _left(scratch.local), f"left in SPARK_LOCAL_DIRS: {_left(scratch.local)}"
-    assert not _left(scratch.tmp, mine), f"left in TMPDIR: {_left(scratch.tmp, mine)}"
+    assert not left(scratch.local), f"left in SPARK_LOCAL_DIRS: {left(scratch.local)}"
+    assert not left(scratch.tmp, mine), f"left in TMPDIR: {left(scratch.tmp, mine)}"

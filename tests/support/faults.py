@@ -9,16 +9,13 @@ The audit's triggers fire once per statement and read the statement's transition
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from applier.sources import hazards
 from applier.sources.generator import LANES, generate_lane
+from tests.support.killing import run_killed
 
 # Installed with the run's custom SQL (part of every install). The audit table is never dropped:
 # an install that drops and creates the audited table again (a load redone from scratch) keeps
@@ -83,17 +80,8 @@ def expected_lsns(cfg: Any) -> Counter[int]:
 
 
 def kill_at(connection_string: str, cfg_file: Path, custom: Path, point: str, at: int, tmp: Path) -> None:
-    """``applier run`` (in a session of its own) killed with SIGKILL at the ``at``-th pass of the
-    fail point ``point`` (:mod:`applier.failpoints`); fails the test if it was not."""
-    env = dict(os.environ, APPLIER_FAILPOINT=f"{point}@{at}", APPLIER_FAILPOINT_DIR=str(tmp))
-    cmd = [sys.executable, "-m", "applier.cli", "run", "--config", str(cfg_file)]
-    cmd += ["--custom-sql", str(custom), "--target", connection_string, "--quiet"]
-    proc = subprocess.run(
-        cmd, env=env, start_new_session=True, capture_output=True, text=True, timeout=1200, check=False
-    )
-    passes = tmp / f"failpoint-{point}"
-    reached = passes.stat().st_size if passes.exists() else 0
-    assert proc.returncode == -signal.SIGKILL, (
-        f"the run was not killed at {point}@{at} (exit {proc.returncode}, the point passed {reached} "
-        f"times): {proc.stderr[-1500:]} {proc.stdout[-1500:]}"
-    )
+    """``applier run`` of ``cfg_file`` with ``custom`` on ``connection_string``, killed with SIGKILL
+    at the ``at``-th pass of the fail point ``point`` (:mod:`applier.failpoints`); fails the test
+    if it was not, or if ``applier clean`` leaves anything in its scratch folders."""
+    args = ["--config", str(cfg_file), "--custom-sql", str(custom), "--target", connection_string]
+    run_killed(args, point, at, tmp)
