@@ -15,18 +15,14 @@ procedure add to ``n`` (``n = n + delta``), so applied twice they would show in 
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import applier
-from applier.report.json import subscription_report
-from tests.support.killing import audited, once_each, run_killed
-from tests.support.segmented import CONFIG, FILTERED, PG_CUSTOM, Stream, Where, everything
+from tests.support.killing import run_killed
+from tests.support.segmented import Case, Stream, make_case
 from tests.support.subscriber import rows
 
 pytestmark = pytest.mark.integration
@@ -48,7 +44,7 @@ def _stream(kind: str, name: str, seed: int) -> Stream:
     return s
 
 
-def _even(image: dict[str, Any]) -> bool:  # the filtered subscription's where clause
+def _even(image: dict[str, Any]) -> bool:  # the filtered subscription's where clause: n % 2 = 0
     return bool(image["n"] % 2 == 0)
 
 
@@ -79,72 +75,8 @@ def _rounds(transactions: int) -> int:
     return math.ceil(transactions / BATCH)
 
 
-@dataclass
-class Case:
-    """One stream's files, its subscriber and the command line of its run."""
-
-    kind: str
-    name: str
-    stream: Stream
-    target: Any  # the subscriber's database (an Endpoint)
-    cfg_file: Path
-    changes: Path
-    snapshot: Path
-    custom: Path
-    args: list[str]
-
-    @property
-    def where(self) -> Where:
-        return _even if self.kind == "filtered" else everything
-
-    def run(self, spark: Any, pg: Any, resume: bool) -> Any:
-        """The run in this process; its one subscription's result."""
-        result = applier.run(
-            applier.load_config(self.cfg_file),
-            pg if self.kind == "filtered" else self.target,
-            spark=spark,
-            changes=self.changes,
-            snapshot=self.snapshot,
-            custom_sql=[self.custom],
-            resume=resume,
-        )
-        sub = result.subscriptions[0]
-        return sub, subscription_report(sub, result.settings)
-
-    def check(self, sub: Any, report: dict[str, Any]) -> None:
-        """Converged, each of the stream's row changes in the audit once, and the statement's and
-        the procedure's increments once."""
-        assert report["verdict"] == "converged", (report["reason"], report.get("divergent", [])[:3])
-        if self.kind == "sqldml":
-            assert [s["sent_as"] for s in sub.statements] == ["statement"], sub.statements
-        if self.kind == "proc":
-            assert [p["sent_as"] for p in sub.procedures] == ["procedure"], sub.procedures
-        wrong = once_each(
-            self.stream.expected(self.where), audited(self.target, f'"dbo"."audit_{self.name}"')
-        )
-        assert wrong is None, wrong
-        if self.kind == "filtered":  # rows did migrate both ways
-            assert sub.routing.get("U>D", 0) > 0 and sub.routing.get("U>I", 0) > 0, sub.routing
-        else:
-            got = dict(rows(self.target, f'SELECT id, n FROM "dbo"."{self.name}" WHERE id <= 60'))
-            assert got == {k: v["n"] for k, v in self.stream.final().items() if k <= 60}
-
-
 def _case(pg: Any, tmp: Path, kind: str, name: str, seed: int) -> Case:
-    stream = _stream(kind, name, seed)
-    changes, snapshot = stream.write(tmp)
-    custom = tmp / f"{name}.sql"
-    custom.write_text(PG_CUSTOM.format(name=name), encoding="utf-8")
-    cfg_text = CONFIG.format(name=name, streams=STREAMS, batch=BATCH)
-    target = pg.endpoint()
-    if kind == "filtered":
-        target = pg.subscriber(name)
-        cfg_text += FILTERED.format(name=name, target=json.dumps(target.connection_string), where="n % 2 = 0")
-    cfg_file = tmp / f"{name}.toml"
-    cfg_file.write_text(cfg_text, encoding="utf-8")
-    args = ["--config", str(cfg_file), "--changes", str(changes), "--snapshot", str(snapshot)]
-    args += ["--custom-sql", str(custom), "--target", pg.connection_string()]
-    return Case(kind, name, stream, target, cfg_file, changes, snapshot, custom, args)
+    return make_case(pg, tmp, kind, name, _stream(kind, name, seed), STREAMS, BATCH, _even)
 
 
 def _progress(target: Any, subscription: str) -> list[tuple[Any, ...]]:

@@ -24,6 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import applier
+from applier.report.json import subscription_report
+from tests.support.killing import audited, once_each
+from tests.support.subscriber import rows
+
 Image = dict[str, Any]
 Where = Callable[[Image], bool]
 
@@ -122,10 +127,16 @@ class Stream:
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
+        self.fresh = max(self.fresh, self.rows)  # inserted keys follow every snapshot key
         for i in range(1, self.rows + 1):
             image = {"id": i, "grp": "b" if i <= B_ROWS else "a", "n": i}
             self.snapshot.append(dict(image))
             self.state[i] = image
+        # the keys in order (fresh keys are the largest, so the state's order is the sorted one),
+        # all and group a's, kept as rows come and go: a stream of 50,000 commands over 5,000 rows
+        # draws its keys in O(1)
+        self._keys = list(self.state)
+        self._a_keys = [k for k, v in self.state.items() if v["grp"] == "a"]
 
     @property
     def article(self) -> str:
@@ -155,19 +166,22 @@ class Stream:
             ops: list[dict[str, Any]] = []
             for _ in range(self.rng.randint(1, 3)):
                 r = self.rng.random()
-                a_rows = [k for k, v in self.state.items() if v["grp"] == "a"]
-                if r < 0.15 or not a_rows:
+                if r < 0.15 or not self._a_keys:
                     self.fresh += 1
                     image: Image = {"id": self.fresh, "grp": "a", "n": 0}
                     if self.version > 1:
                         image["extra"] = f"new{self.fresh}"
                     self.state[self.fresh] = image
+                    self._keys.append(self.fresh)
+                    self._a_keys.append(self.fresh)
                     ops.append({"op": "I", "after": dict(image)})
                 elif r < 0.25:
-                    key = self.rng.choice(a_rows)
+                    key = self.rng.choice(self._a_keys)
+                    self._a_keys.remove(key)
+                    self._keys.remove(key)
                     ops.append({"op": "D", "before": dict(self.state.pop(key))})
                 else:
-                    ops.append(self._increment(self.rng.choice(sorted(self.state))))
+                    ops.append(self._increment(self.rng.choice(self._keys)))
             self._add(ops)
 
     def add_column(self) -> None:
@@ -253,3 +267,75 @@ class Stream:
     def final(self, where: Where = everything) -> dict[int, Image]:
         """The rows the subscriber must hold at the end."""
         return {k: v for k, v in self.state.items() if where(v)}
+
+
+@dataclass
+class Case:
+    """One stream's files, its subscriber and the command line of its run."""
+
+    kind: str
+    name: str
+    stream: Stream
+    target: Any  # the subscriber's database (an Endpoint)
+    cfg_file: Path
+    changes: Path
+    snapshot: Path
+    custom: Path
+    args: list[str]
+    filter: Where = everything  # the filtered subscription's where clause, mirrored
+
+    @property
+    def where(self) -> Where:
+        return self.filter if self.kind == "filtered" else everything
+
+    def run(self, spark: Any, pg: Any, resume: bool) -> Any:
+        """The run in this process; its one subscription's result."""
+        result = applier.run(
+            applier.load_config(self.cfg_file),
+            pg if self.kind == "filtered" else self.target,
+            spark=spark,
+            changes=self.changes,
+            snapshot=self.snapshot,
+            custom_sql=[self.custom],
+            resume=resume,
+        )
+        sub = result.subscriptions[0]
+        return sub, subscription_report(sub, result.settings)
+
+    def check(self, sub: Any, report: dict[str, Any]) -> None:
+        """Converged, each of the stream's row changes in the audit once, and the statement's and
+        the procedure's increments once."""
+        assert report["verdict"] == "converged", (report["reason"], report.get("divergent", [])[:3])
+        if self.kind == "sqldml":
+            assert [s["sent_as"] for s in sub.statements] == ["statement"], sub.statements
+        if self.kind == "proc":
+            assert [p["sent_as"] for p in sub.procedures] == ["procedure"], sub.procedures
+        wrong = once_each(
+            self.stream.expected(self.where), audited(self.target, f'"dbo"."audit_{self.name}"')
+        )
+        assert wrong is None, wrong
+        if self.kind == "filtered":  # rows did migrate both ways
+            assert sub.routing.get("U>D", 0) > 0 and sub.routing.get("U>I", 0) > 0, sub.routing
+        else:
+            got = dict(rows(self.target, f'SELECT id, n FROM "dbo"."{self.name}" WHERE id <= 60'))
+            assert got == {k: v["n"] for k, v in self.stream.final().items() if k <= 60}
+
+
+def make_case(
+    pg: Any, tmp: Path, kind: str, name: str, stream: Stream, streams: int, batch: int, even: Where
+) -> Case:
+    """The files of ``stream`` (of kind ddl, sqldml, proc or filtered: the last subscribed where
+    ``n % 2 = 0``, which ``even`` mirrors), its subscriber in ``pg`` and its command line."""
+    changes, snapshot = stream.write(tmp)
+    custom = tmp / f"{name}.sql"
+    custom.write_text(PG_CUSTOM.format(name=name), encoding="utf-8")
+    cfg_text = CONFIG.format(name=name, streams=streams, batch=batch)
+    target = pg.endpoint()
+    if kind == "filtered":
+        target = pg.subscriber(name)
+        cfg_text += FILTERED.format(name=name, target=json.dumps(target.connection_string), where="n % 2 = 0")
+    cfg_file = tmp / f"{name}.toml"
+    cfg_file.write_text(cfg_text, encoding="utf-8")
+    args = ["--config", str(cfg_file), "--changes", str(changes), "--snapshot", str(snapshot)]
+    args += ["--custom-sql", str(custom), "--target", pg.connection_string()]
+    return Case(kind, name, stream, target, cfg_file, changes, snapshot, custom, args, even)
