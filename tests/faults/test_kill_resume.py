@@ -18,20 +18,15 @@ place.
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
-import pyodbc
 import pytest
 
 import applier
 from applier.apply.snapshot import LOADER_ROWS, RANGE_ROWS
-from applier.targets.progress import ProgressTable
 from applier.verify.scope import AUTO_MIN_ROWS
-from tests.support.faults import expected_changes as _expected
-from tests.support.faults import expected_lsns, kill_at
+from tests.support.faults import each_once, kill_at
 from tests.support.runs import run
-from tests.support.subscriber import rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -157,31 +152,7 @@ def _case(
     # in mode auto, a snapshot as large as LARGE's is read by keys too
     by_keys = verify == "touched" or initial_rows >= AUTO_MIN_ROWS
     assert report["verify"]["mode"] == ("keys" if by_keys else "whole"), report["verify"]
-    audit = Counter((op, int(i)) for op, i in rows(target, f'SELECT op, id FROM "dbo"."audit_{name}"'))
-    expected = _expected(cfg)
-    if set_apply:
-        # Set-based apply merges updates of one key inside a call, so the trigger sees fewer
-        # updates than commands: every command is counted by the commits' own record of the
-        # commands they carried ([run] audit_commands), each exactly once.
-        conn = pyodbc.connect(target.connection_string, autocommit=True)
-        try:
-            carried = Counter(ProgressTable(target.dialect).audited(conn.cursor(), name))
-        finally:
-            conn.close()
-        want = expected_lsns(cfg)
-        twice, missing = carried - want, want - carried
-        assert not twice and not missing, (
-            f"{sum(twice.values())} commands committed twice {sorted(twice)[:5]}, "
-            f"{sum(missing.values())} never {sorted(missing)[:5]} (of {sum(want.values())})"
-        )
-        audit = Counter({k: v for k, v in audit.items() if k[0] != "U"})
-        expected = Counter({k: v for k, v in expected.items() if k[0] != "U"})
-    doubled = audit - expected
-    lost = expected - audit
-    assert not doubled and not lost, (
-        f"{sum(doubled.values())} row changes doubled {list(doubled.items())[:5]}, "
-        f"{sum(lost.values())} lost {list(lost.items())[:5]}"
-    )
+    each_once(target, cfg, name, set_apply)
 
 
 @pytest.mark.parametrize(("point", "at"), MOMENTS, ids=[f"{p}@{n}" for p, n in MOMENTS])

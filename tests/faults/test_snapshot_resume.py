@@ -29,7 +29,8 @@ import pytest
 import applier
 from applier.apply.snapshot import RANGE_ROWS
 from applier.targets.progress import INSTALLED, ProgressTable
-from tests.support.faults import audit_file, audited, expected_changes, kill_at
+from tests.support.faults import audit_file, expected_changes, kill_at
+from tests.support.killing import audited
 from tests.support.runs import run
 from tests.support.subscriber import rows
 
@@ -100,7 +101,7 @@ def _killed_during_the_load(
     committed = sum(r.rows for r in recorded.values())
     (in_table,) = rows(target, f'SELECT count(*) FROM "dbo"."{name}"')[0]
     assert in_table == committed, f"{in_table} rows in the table, {committed} in its {len(recorded)} ranges"
-    seen = audited(rows(target, f'SELECT op, id FROM "dbo"."audit_{name}"'))
+    seen = audited(target, f'"dbo"."audit_{name}"')
     assert sum(seen.values()) == committed and max(seen.values(), default=1) == 1, seen.most_common(3)
     return len(recorded), committed
 
@@ -125,7 +126,7 @@ def _resume_exactly_once(
     assert len(resumed) == 1 and f": {ranges_before} of its " in resumed[0], lines
     assert f"({rows_before:,} rows) were committed before the stop" in resumed[0], resumed
     count = int(resumed[0].split(" of its ")[1].split()[0])
-    audit = audited(rows(target, f'SELECT op, id FROM "dbo"."audit_{name}"'))
+    audit = audited(target, f'"dbo"."audit_{name}"')
     expected = expected_changes(cfg)
     doubled, lost = audit - expected, expected - audit
     assert not doubled and not lost, (

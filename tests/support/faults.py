@@ -13,9 +13,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pyodbc
+
 from applier.sources import hazards
 from applier.sources.generator import LANES, generate_lane
-from tests.support.killing import run_killed
+from applier.targets.progress import ProgressTable
+from tests.support.killing import audited, run_killed
 
 # Installed with the run's custom SQL (part of every install). The audit table is never dropped:
 # an install that drops and creates the audited table again (a load redone from scratch) keeps
@@ -43,11 +46,6 @@ def audit_file(tmp: Path, name: str) -> Path:
     path = tmp / f"{name}-audit.sql"
     path.write_text(AUDIT.format(name=name), encoding="utf-8")
     return path
-
-
-def audited(rows: list[tuple[Any, ...]]) -> Counter[tuple[str, int]]:
-    """The audit's (operation, key) multiset, from its rows."""
-    return Counter((str(op), int(i)) for op, i in rows)
 
 
 def expected_changes(cfg: Any, snapshot: bool = True) -> Counter[tuple[str, int]]:
@@ -85,3 +83,32 @@ def kill_at(connection_string: str, cfg_file: Path, custom: Path, point: str, at
     if it was not, or if ``applier clean`` leaves anything in its scratch folders."""
     args = ["--config", str(cfg_file), "--custom-sql", str(custom), "--target", connection_string]
     run_killed(args, point, at, tmp)
+
+
+def each_once(target: Any, cfg: Any, name: str, set_apply: bool) -> None:
+    """Every row change of the generated stream of ``cfg`` (snapshot included) in the audit of
+    ``dbo.<name>`` once: none doubled, none lost. Set-based apply merges the updates of one key
+    inside a call, so the trigger sees fewer updates than commands: there every command is
+    counted by the commits' own record of the commands they carried (``[run] audit_commands``),
+    each exactly once, and the audit's inserts and deletes once."""
+    audit = audited(target, '"dbo"."audit_' + name + '"')
+    expected = expected_changes(cfg)
+    if set_apply:
+        conn = pyodbc.connect(target.connection_string, autocommit=True)
+        try:
+            carried = Counter(ProgressTable(target.dialect).audited(conn.cursor(), name))
+        finally:
+            conn.close()
+        want = expected_lsns(cfg)
+        twice, missing = carried - want, want - carried
+        assert not twice and not missing, (
+            f"{sum(twice.values())} commands committed twice {sorted(twice)[:5]}, "
+            f"{sum(missing.values())} never {sorted(missing)[:5]} (of {sum(want.values())})"
+        )
+        audit = Counter({k: v for k, v in audit.items() if k[0] != "U"})
+        expected = Counter({k: v for k, v in expected.items() if k[0] != "U"})
+    doubled, lost = audit - expected, expected - audit
+    assert not doubled and not lost, (
+        f"{sum(doubled.values())} row changes doubled {list(doubled.items())[:5]}, "
+        f"{sum(lost.values())} lost {list(lost.items())[:5]}"
+    )

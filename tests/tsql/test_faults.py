@@ -24,21 +24,17 @@ stream's, snapshot included, as in ``tests/faults/test_kill_resume.py``.
 from __future__ import annotations
 
 import dataclasses
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pyodbc
 import pytest
 
 import applier
-from tests.support.faults import expected_changes
+from tests.support.faults import expected_changes, kill_at
+from tests.support.killing import audited
 from tests.support.runs import config, run
 from tests.support.subscriber import rows
 
@@ -282,26 +278,6 @@ MOMENTS = [
 RANGES = {"load.range": 30}  # snapshot_range_rows: the 120 rows in 4 key ranges
 
 
-def _kill_at(cs: str, cfg_file: Path, custom: Path, point: str, at: int, tmp: Path) -> None:
-    """``applier run --target <cs>`` killed with SIGKILL at the ``at``-th pass of ``point``."""
-    env = dict(os.environ, APPLIER_FAILPOINT=f"{point}@{at}", APPLIER_FAILPOINT_DIR=str(tmp))
-    cmd = [sys.executable, "-m", "applier.cli", "run", "--config", str(cfg_file)]
-    cmd += ["--custom-sql", str(custom), "--target", cs, "--quiet"]
-    proc = subprocess.run(
-        cmd, env=env, start_new_session=True, capture_output=True, text=True, timeout=600, check=False
-    )
-    passes = tmp / f"failpoint-{point}"
-    reached = passes.stat().st_size if passes.exists() else 0
-    assert proc.returncode == -signal.SIGKILL, (
-        f"the run was not killed at {point}@{at} (exit {proc.returncode}, the point passed {reached} "
-        f"times): {proc.stderr[-1500:]} {proc.stdout[-1500:]}"
-    )
-
-
-def _audited(target: Any, name: str) -> Counter[tuple[str, int]]:
-    return Counter((op, int(i)) for op, i in rows(target, f"SELECT op, id FROM [dbo].[audit_{name}]"))
-
-
 @pytest.mark.parametrize(("mode", "point", "at"), MOMENTS, ids=[f"{m}-{p}@{n}" for m, p, n in MOMENTS])
 def test_kill_9_then_resume_applies_each_command_once(spark, subscriber, tmp_path, mode, point, at):
     target = subscriber
@@ -322,7 +298,7 @@ def test_kill_9_then_resume_applies_each_command_once(spark, subscriber, tmp_pat
     custom.write_text(AUDIT.format(name=name), encoding="utf-8")
     cfg = applier.load_config(cfg_file)
     # The subprocess reaches this process's Babelfish by its ODBC connection string.
-    _kill_at(target.connection_string, cfg_file, custom, point, at, tmp_path)
+    kill_at(target.connection_string, cfg_file, custom, point, at, tmp_path)
 
     _result, report = run(spark, cfg, target, resume=True, custom_sql=[custom])
     assert report["verdict"] == "converged", (report["reason"], report.get("divergent", [])[:3])
@@ -336,7 +312,7 @@ def test_kill_9_then_resume_applies_each_command_once(spark, subscriber, tmp_pat
             target, "SELECT count(*), sum(row_count) FROM [applier].[ranges] WHERE subscription = ?", name
         )
         assert ranges[0][0] == 4 and ranges[0][1] == 120, ranges
-    audit = _audited(target, name)
+    audit = audited(target, f"[dbo].[audit_{name}]")
     expected = expected_changes(cfg)
     if set_apply:
         # Set-based apply merges updates of one key inside a call: inserts and deletes are
