@@ -54,18 +54,29 @@ def _suggestion(message: str, p: argparse.ArgumentParser) -> str:
         return f"; {hint}" if hint else ""
     m = re.search(r"unrecognized arguments: (.*)", message)
     if m:
-        options = [o for act in p._actions for o in act.option_strings if o.startswith("--")]
+        own = [o for act in p._actions for o in act.option_strings if o.startswith("--")]
+        elsewhere: dict[str, list[str]] = {}  # an option -> the other commands that take it
+        named = getattr(p, "named", None)
         for sub in p._subparsers._group_actions if p._subparsers else ():
-            for cmd in getattr(sub, "choices", {}).values():
-                options += [o for act in cmd._actions for o in act.option_strings if o.startswith("--")]
+            for name, cmd in getattr(sub, "choices", {}).items():
+                flags = [o for act in cmd._actions for o in act.option_strings if o.startswith("--")]
+                if name == (named or "run"):
+                    own += flags
+                else:
+                    for flag in flags:
+                        elsewhere.setdefault(flag, []).append(name)
         hints = []
         for word in m.group(1).split():
             flag = word.split("=", 1)[0]
-            if flag.startswith("--"):
-                close = close_names(flag, sorted(set(options)))
-                if close:
-                    hints.append(f"{flag} -> {close[0]}")
-        return f"; did you mean {', '.join(hints)}?" if hints else ""
+            if not flag.startswith("--") or flag in own:
+                continue
+            close = close_names(flag, sorted(set(own)))
+            if close:
+                hints.append(f"did you mean {flag} -> {close[0]}?")
+            elif flag in elsewhere:
+                takers = ", ".join(f"`applier {c}`" for c in sorted(set(elsewhere[flag])))
+                hints.append(f"{flag} is an option of {takers}, not of `applier {named or 'run'}`")
+        return f"; {'; '.join(hints)}" if hints else ""
     return ""
 
 
@@ -100,6 +111,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument("-v", "--verbose", action="store_true", help=_VERBOSE_HELP)
     p.add_argument("--version", action="version", version=_version(), help="print the versions and exit")
+    p.named = command  # type: ignore[attr-defined]  # the command named, for the hints of _suggestion
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     r = sub.add_parser(
         "run",

@@ -89,6 +89,12 @@ def test_verbose_is_off_by_default():
         (["run", "--model", "agnet"], "did you mean 'agent'?"),
         (["run", "--targte", "embedded"], "--targte -> --target"),
         (["run", "--custm-sql", "x.sql"], "--custm-sql -> --custom-sql"),
+        (["streams", "--explian"], "--explian -> --explain"),
+        # an option of another command: said so, never "did you mean --snapshot -> --snapshot"
+        (
+            ["streams", "--snapshot", "s.jsonl"],
+            "--snapshot is an option of `applier convert`, `applier run`, not of `applier streams`",
+        ),
     ],
 )
 def test_typos_get_a_suggestion(argv, hint, capsys):
@@ -122,6 +128,8 @@ def test_every_command_the_parser_knows_is_a_command_main_accepts():
 
 def test_an_unknown_word_gets_no_invented_suggestion(capsys):
     assert cli.main(["run", "--partition", "zzzzzz"]) == 2
+    assert "did you mean" not in capsys.readouterr().err
+    assert cli.main(["streams", "--snapshot", "s.jsonl"]) == 2
     assert "did you mean" not in capsys.readouterr().err
 
 
