@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from applier.report.json import reset_line, subscription_report, verify_line
+from applier.report.json import reset_line, rounds_line, subscription_report, verify_line
 from applier.results import RunResult
 
 _STYLE = {"converged": "bold green", "diverged": "bold red", "unknown": "bold yellow"}
@@ -173,7 +173,7 @@ def print_summary(report: Mapping[str, Any], console: Console | None = None, sho
             f"transactions, {dup} duplicate deliveries dropped{folded}{unchanged}",
         )
     t.add_row("commands / transactions", f"{report['commands']} / {report['transactions']}")
-    t.add_row("rounds", f"{report['rounds']} ({report['rounds_parallel']} on {st['streams']} streams)")
+    t.add_row("rounds", rounds_line(report, st))
     t.add_row("resets to one stream", str(report["resets"]))
     conflicts = ", ".join(f"{k} {v}" for k, v in report["conflicts"].items() if v) or "none"
     t.add_row("conflicts", conflicts)

@@ -182,3 +182,18 @@ def verify_line(v: Mapping[str, Any] | None) -> str:
         whys = sorted({str(x["why"]) for x in whole.values() if x.get("why")})
         parts.append(f"{what} whole" + (f" ({'; '.join(whys)})" if whys else ""))
     return f"{v.get('mode')}: {int(v.get('rows_read') or 0):,} rows read; " + "; ".join(parts)
+
+
+def rounds_line(report: Mapping[str, Any], run: Mapping[str, Any]) -> str:
+    """The rounds of a subscription's report, in words: how many ran on every stream (the agent
+    model), or, for the independent model (which has no barrier, so no round is "parallel"),
+    that the streams committed on their own and how many commands were deferred to one
+    connection. ``run``: the report's ``settings.run``."""
+    rounds, streams = report.get("rounds", 0), run.get("streams", "?")
+    if run.get("model") == "independent":
+        deferred = (report.get("outcomes") or {}).get("deferred", 0)
+        return (
+            f"{rounds:,} commit batches, no barrier between the {streams} streams (independent); "
+            f"{deferred:,} commands deferred to one connection"
+        )
+    return f"{rounds:,} ({report.get('rounds_parallel', 0):,} on {streams} streams)"

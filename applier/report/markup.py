@@ -20,6 +20,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from applier.report.json import rounds_line
+
 VERDICT_COLOURS = {"converged": "#1a7f37", "diverged": "#cf222e", "unknown": "#9a6700", "n/a": "#6e7781"}
 OUTCOME_COLOURS = {
     "committed": "#2da44e",
@@ -145,6 +147,7 @@ def environment() -> jinja2.Environment:
         class_colour=class_colour,
         verdict_colour=verdict_colour,
         fmt=format,
+        rounds_line=rounds_line,
     )
     env.tests["numeric"] = is_numeric
     return env
