@@ -300,10 +300,17 @@ def _raise_duplicate_key(d: Any) -> None:
 
 
 def schemas_of(
-    spark: SparkSession, articles: Mapping[str, Article], path: Path, files: Sequence[Path] | None
+    spark: SparkSession,
+    articles: Mapping[str, Article],
+    path: Path,
+    files: Sequence[Path] | None,
+    lines: Sequence[tuple[str, str]] | None = None,
 ) -> Schemas | None:
-    """First pass: the DDL events (few) to the driver, so that every command can then be
-    validated against the article shape of its schema version. None when there are none."""
+    """The DDL events (few) on the driver, so that every command can then be validated against
+    the article shape of its schema version; None when there are none. ``lines``: the
+    (file:line, text) of the JSON Lines lines that mention "DDL", as the driver's scan kept them
+    (:class:`applier.sources.files.InputFiles`); None: a first Spark pass over ``files`` finds
+    them (Parquet: ``files`` None)."""
     sc = spark.sparkContext
     raw: list[tuple[str, Any]] = []
     if files is None:
@@ -312,19 +319,16 @@ def schemas_of(
             for r in spark_read(path, lambda: df.where(F.col("op") == "DDL").collect()):
                 d = r.asDict()
                 raw.append((f"{d['_file']}", d))
+    elif lines is not None:
+        raw = _ddl_records(lines)
     elif files:  # the JSON Lines files that mention "DDL" (the driver's check saw which)
 
         def placed(f: str) -> Any:
             return sc.textFile(f).zipWithIndex().filter(lambda t: '"DDL"' in t[0]).map(lambda t: (f, *t))
 
         rdds = [placed(str(f)) for f in files]
-        for f, text, idx in (sc.union(rdds) if len(rdds) > 1 else rdds[0]).collect():
-            try:
-                rec = json.loads(text)
-            except json.JSONDecodeError:
-                continue  # reported with its line by the validation pass
-            if isinstance(rec, dict) and rec.get("op") == "DDL":
-                raw.append((f"{f}:{idx + 1}", rec))
+        found = (sc.union(rdds) if len(rdds) > 1 else rdds[0]).collect()
+        raw = _ddl_records((f"{f}:{idx + 1}", text) for f, text, idx in found)
     if not raw:
         return None
     changes: list[SchemaChange] = []
@@ -334,3 +338,17 @@ def schemas_of(
             SchemaChange.parse(row[3], row[0], row[5], json.loads(row[7]), f"{place}: lsn {row[0]}")
         )
     return Schemas.build(articles, changes)
+
+
+def _ddl_records(lines: Iterable[tuple[str, str]]) -> list[tuple[str, Any]]:
+    """(place, record) of the lines that hold a DDL event; a line that is not JSON is left to
+    the validation pass, which reports it with its line."""
+    out: list[tuple[str, Any]] = []
+    for place, text in lines:
+        try:
+            rec = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict) and rec.get("op") == "DDL":
+            out.append((place, rec))
+    return out
