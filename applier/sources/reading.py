@@ -29,9 +29,44 @@ KEPT = 1000  # bad records' errors kept at most (--errors all prints them; the m
 T = TypeVar("T")
 
 
-def _unexpected(place: str, e: Exception) -> str:
-    """A record the validation itself could not handle: refused like any bad record."""
-    return f"{place}: cannot validate this record: {type(e).__name__}: {e}"
+def unexpected(place: str, e: Exception, doing: str = "validate") -> str:
+    """A record the validation (or a format's reading) itself could not handle: refused like
+    any bad record."""
+    return f"{place}: cannot {doing} this record: {type(e).__name__}: {e}"
+
+
+def read_lines(
+    spark: SparkSession,
+    files: Sequence[Any],
+    parse: Callable[[str, str, int, int], Iterable[tuple[Any, ...]]],
+    refuse: Callable[[str, Exception, int, int], tuple[Any, ...]],
+    parts: int | None = None,
+) -> Any:
+    """The JSON Lines reader (canonical files, snapshots, every text capture format): each line
+    of each file that is not blank, in file order (partitions in order), through ``parse(text,
+    place, file index, line index)``, ``place`` being file:line; what it raises (a bad record,
+    or one it cannot handle) becomes ``refuse(place, error, file index, line index)``: the
+    record refused with its place, the rest read on. ``parts``: at least this many partitions a
+    file (1: zipWithIndex then needs no job). RDD of what they return."""
+    sc = spark.sparkContext
+
+    def of(file: str, fi: int):  # type: ignore[no-untyped-def]
+        def part(it: Iterator[tuple[str, int]]) -> Iterator[tuple[Any, ...]]:
+            for text, idx in it:
+                if not text.strip():
+                    continue
+                place = f"{file}:{idx + 1}"
+                try:
+                    yield from parse(text, place, fi, idx)
+                except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
+                    yield refuse(place, e, fi, idx)
+
+        return part
+
+    rdds = [
+        sc.textFile(str(f), parts).zipWithIndex().mapPartitions(of(str(f), i)) for i, f in enumerate(files)
+    ]
+    return sc.union(rdds) if len(rdds) > 1 else rdds[0]
 
 
 def spark_read(what: Path, read: Callable[[], T]) -> T:
@@ -91,32 +126,19 @@ def validate_lines(
     :func:`check_snapshot_keys`, ``origin`` naming the input), and added to ``rows_out``."""
     sc = spark.sparkContext
 
-    def check(file: str):  # type: ignore[no-untyped-def]
-        def part(it: Iterator[tuple[str, int]]) -> Iterator[tuple[Any, ...]]:
-            for text, idx in it:
-                place = f"{file}:{idx + 1}"
-                if not text.strip():
-                    continue
-                try:
-                    rec = json.loads(text)
-                    row = (
-                        validate_snapshot_row(rec, articles, place)
-                        if snapshot
-                        else validate_record(rec, articles, place, schemas)
-                    )
-                    yield (None, place, *row)
-                except json.JSONDecodeError as e:
-                    yield (f"{place}: malformed JSON: {e.msg} at column {e.colno}",)
-                except InputError as e:
-                    yield (str(e),)
-                except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
-                    yield (_unexpected(place, e),)
+    def parse(text: str, place: str, _file: int, _line: int) -> Iterator[tuple[Any, ...]]:
+        rec = json.loads(text)
+        if snapshot:
+            yield (None, place, *validate_snapshot_row(rec, articles, place))
+        else:
+            yield (None, place, *validate_record(rec, articles, place, schemas))
 
-        return part
+    def refuse(place: str, e: Exception, _file: int, _line: int) -> tuple[Any, ...]:
+        if isinstance(e, json.JSONDecodeError):
+            return (f"{place}: malformed JSON: {e.msg} at column {e.colno}",)
+        return (str(e) if isinstance(e, InputError) else unexpected(place, e),)
 
-    parts = 1 if small else None
-    rdds = [sc.textFile(str(f), parts).zipWithIndex().mapPartitions(check(str(f))) for f in files]
-    rdd = sc.union(rdds) if len(rdds) > 1 else rdds[0]
+    rdd = read_lines(spark, files, parse, refuse, 1 if small else None)
     noun = "snapshot file" if snapshot else "change file"
     schema = f"{PLACE} string, " + (SNAPSHOT_SCHEMA if snapshot else CHANGE_SCHEMA)
     if small:  # one job: rows and errors to the driver, the checks across rows run there
@@ -165,7 +187,7 @@ def validate_parquet(
         except InputError as e:
             return (str(e),)
         except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
-            return (_unexpected(place, e),)
+            return (unexpected(place, e),)
 
     rdd = df.rdd.map(check).persist(StorageLevel.MEMORY_AND_DISK)
     spark_read(path, lambda: _errors(rdd, "change file"))
@@ -188,7 +210,7 @@ def snapshot_parquet(spark: SparkSession, path: Path, articles: Mapping[str, Art
         except (InputError, json.JSONDecodeError) as e:
             return (f"{place}: {e}",)
         except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
-            return (_unexpected(place, e),)
+            return (unexpected(place, e),)
 
     rdd = df.select("article", "image").rdd.map(check).persist(StorageLevel.MEMORY_AND_DISK)
     spark_read(path, lambda: _errors(rdd, "snapshot file"))
@@ -196,9 +218,12 @@ def snapshot_parquet(spark: SparkSession, path: Path, articles: Mapping[str, Art
 
 
 # -- checks across rows --------------------------------------------------------------------
-def _ends(idx: int, it: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
-    """Rows (lsn, xact_seqno, command_id, place) in lsn order -> (idx, first, last, first fault):
-    an lsn seen twice (with its count) or a (xact_seqno, command_id) not above the one before."""
+def position_ends(idx: int, it: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
+    """The check of positions: rows (lsn, xact_seqno, command_id, place) in lsn order -> (idx,
+    first, last, first fault): an lsn seen twice ("lsn", the first two, its count) or a
+    (xact_seqno, command_id) not above the one before ("order", the two, 0). A canonical file's
+    (here) and a file with sub-positions' per transaction (``formats.canonical``: (lsn, seq) for
+    the lsn)."""
     first = prev = fault = None
     for r in it:
         cur = tuple(r)
@@ -227,12 +252,12 @@ def check_positions(df: DataFrame, origin: str, small: bool = False) -> None:
         return
     parts = max(1, df.rdd.getNumPartitions())
     ranged = cols.repartitionByRange(parts, "lsn").sortWithinPartitions("lsn", PLACE)
-    _raise_position_faults(sorted(ranged.rdd.mapPartitionsWithIndex(_ends).collect()), origin)
+    _raise_position_faults(sorted(ranged.rdd.mapPartitionsWithIndex(position_ends).collect()), origin)
 
 
 def _position_faults(rows: list[tuple[Any, ...]], origin: str) -> None:
     """:func:`check_positions` of rows (lsn, xact_seqno, command_id, place) sorted, on the driver."""
-    _raise_position_faults(list(_ends(0, rows)), origin)
+    _raise_position_faults(list(position_ends(0, rows)), origin)
 
 
 def _raise_position_faults(found: list[tuple[Any, ...]], origin: str) -> None:
