@@ -192,20 +192,28 @@ def read_changes(
     assert path is not None
     found = scanned.changes or change_files(path)
     path = found.path
-    if _has_subpositions(spark, found):
-        return read_captured(spark, config, path, Options(), snapshot_path, Inputs(found, scanned.snapshot))
     rows: list[tuple[Any, ...]] | None = None
-    if found.parquet:
-        schemas = reading.schemas_of(spark, articles, path, None)
-        placed = reading.validate_parquet(spark, path, articles, schemas)
+    if found.parquet:  # read once: what it holds (one job), then every row validated
+        df = reading.parquet_changes(spark, path)
+        seq, ddl = reading.parquet_probe(path, df)
+        if seq:
+            return read_captured(
+                spark, config, path, Options(), snapshot_path, Inputs(found, scanned.snapshot)
+            )
+        schemas = reading.schemas_from(articles, ddl)
+        placed, good = reading.validate_parquet(spark, path, articles, schemas, df)
     else:
-        schemas = reading.schemas_of(spark, articles, path, found.events, found.ddl_lines)
+        if _has_subpositions(spark, found):
+            return read_captured(
+                spark, config, path, Options(), snapshot_path, Inputs(found, scanned.snapshot)
+            )
+        schemas = reading.schemas_of(spark, articles, found.events, found.ddl_lines)
         rows = [] if found.small else None  # a small file's rows, its positions checked
         placed = reading.validate_lines(
             spark, found.files, articles, False, schemas, found.small, str(path), rows
         )
     placed = placed.persist(StorageLevel.MEMORY_AND_DISK)
-    if found.parquet and placed.isEmpty():
+    if found.parquet and good == 0:
         placed.unpersist()
         raise InputError(f"{path}: no change records; nothing to apply")
     try:
@@ -280,12 +288,9 @@ def _read_snapshot(
 
 
 def _has_subpositions(spark: SparkSession, found: InputFiles) -> bool:
-    """Some command carries a sub-position (a top-level ``seq``): the file is read through the
-    capture pipeline, which numbers positions again (``formats.canonical``). A JSON Lines file's
-    scan on the driver knows, unless too many lines mention "seq" to read there."""
-    if found.parquet:
-        df = reading.spark_read(found.path, lambda: spark.read.parquet(str(found.path)))
-        return "seq" in df.columns and not df.where(F.col("seq").isNotNull()).isEmpty()
+    """Some command of a JSON Lines file carries a sub-position (a top-level ``seq``): the file
+    is read through the capture pipeline, which numbers positions again (``formats.canonical``).
+    The driver's scan knows, unless too many lines mention "seq" to read there: then one job."""
     if found.subpositions is not None:
         return found.subpositions
 

@@ -82,10 +82,26 @@ def spark_read(what: Path, read: Callable[[], T]) -> T:
         raise InputError(f"{what}: Spark cannot read it: {first[:300]}") from None
 
 
-def _errors(rdd: Any, noun: str) -> None:
-    bad = rdd.filter(lambda r: r[0] is not None).map(lambda r: r[0])
-    errors = bad.take(KEPT)
-    raise_errors(errors, noun, bad.count() if len(errors) == KEPT else None)
+def _errors(rdd: Any, noun: str) -> int:
+    """Validated rows' errors (rows (error or None, ...)) raised as :func:`raise_errors` does;
+    else how many rows are good. One job: each partition's first errors and its counts."""
+
+    def summary(it: Iterable[tuple[Any, ...]]) -> Iterator[tuple[list[str], int, int]]:
+        kept: list[str] = []
+        bad = good = 0
+        for r in it:
+            if r[0] is None:
+                good += 1
+                continue
+            bad += 1
+            if len(kept) < KEPT:
+                kept.append(r[0])
+        yield kept, bad, good
+
+    parts = rdd.mapPartitions(summary).collect()
+    errors = [e for kept, _, _ in parts for e in kept][:KEPT]
+    raise_errors(errors, noun, sum(p[1] for p in parts) if len(errors) == KEPT else None)
+    return sum(p[2] for p in parts)
 
 
 def raise_errors(errors: list[str], noun: str, total: int | None = None) -> None:
@@ -165,10 +181,41 @@ def validate_lines(
     return spark.createDataFrame(rdd.map(lambda r: r[1:]), schema)
 
 
+def parquet_changes(spark: SparkSession, path: Path) -> DataFrame:
+    """A Parquet change path as Spark reads it (its schema found: a job), each row with its
+    ``_file``: read once, and what it holds found from it (:func:`parquet_probe`) before it is
+    validated (:func:`validate_parquet`)."""
+    return spark_read(path, lambda: spark.read.parquet(str(path)).withColumn("_file", F.input_file_name()))
+
+
+def parquet_probe(path: Path, df: DataFrame) -> tuple[bool, list[tuple[str, Any]]]:
+    """What a Parquet change file holds, in one job: whether some command carries a
+    sub-position (``seq`` not null), and its DDL rows as (place, record) for :func:`schemas_from`."""
+    cols = set(df.columns)
+    aggs = []
+    if "seq" in cols:
+        aggs.append(F.max(F.col("seq").isNotNull()).alias("seq"))
+    if "op" in cols:
+        aggs.append(F.collect_list(F.when(F.col("op") == "DDL", F.struct(*df.columns))).alias("ddl"))
+    if not aggs:
+        return False, []
+    from applier.sparkenv import without_aqe
+
+    with without_aqe(df.sparkSession):  # one job: AQE would run the aggregate's map stage apart
+        got = spark_read(path, lambda: df.agg(*aggs).collect()[0]).asDict()
+    ddl = [r.asDict() for r in got.get("ddl") or []]
+    return bool(got.get("seq")), [(str(d["_file"]), d) for d in ddl]
+
+
 def validate_parquet(
-    spark: SparkSession, path: Path, articles: Mapping[str, Article], schemas: Schemas | None = None
-) -> DataFrame:
-    df = spark_read(path, lambda: spark.read.parquet(str(path)).withColumn("_file", F.input_file_name()))
+    spark: SparkSession,
+    path: Path,
+    articles: Mapping[str, Article],
+    schemas: Schemas | None,
+    df: DataFrame,
+) -> tuple[DataFrame, int]:
+    """The rows of :func:`parquet_changes` validated, with their ``_place``, and how many there
+    are; InputError naming the file on the first bad ones."""
     missing = [f for f in ("lsn", "xact_seqno", "command_id", "article", "op") if f not in df.columns]
     if missing:
         raise InputError(f"{path}: not a canonical change file, missing column(s) {missing}")
@@ -190,8 +237,8 @@ def validate_parquet(
             return (unexpected(place, e),)
 
     rdd = df.rdd.map(check).persist(StorageLevel.MEMORY_AND_DISK)
-    spark_read(path, lambda: _errors(rdd, "change file"))
-    return spark.createDataFrame(rdd.map(lambda r: r[1:]), f"{PLACE} string, {CHANGE_SCHEMA}")
+    good = spark_read(path, lambda: _errors(rdd, "change file"))
+    return spark.createDataFrame(rdd.map(lambda r: r[1:]), f"{PLACE} string, {CHANGE_SCHEMA}"), good
 
 
 def snapshot_parquet(spark: SparkSession, path: Path, articles: Mapping[str, Article]) -> DataFrame:
@@ -327,24 +374,17 @@ def _raise_duplicate_key(d: Any) -> None:
 def schemas_of(
     spark: SparkSession,
     articles: Mapping[str, Article],
-    path: Path,
-    files: Sequence[Path] | None,
+    files: Sequence[Path],
     lines: Sequence[tuple[str, str]] | None = None,
 ) -> Schemas | None:
     """The DDL events (few) on the driver, so that every command can then be validated against
     the article shape of its schema version; None when there are none. ``lines``: the
     (file:line, text) of the JSON Lines lines that mention "DDL", as the driver's scan kept them
     (:class:`applier.sources.files.InputFiles`); None: a first Spark pass over ``files`` finds
-    them (Parquet: ``files`` None)."""
+    them (a Parquet file's: :func:`parquet_probe`)."""
     sc = spark.sparkContext
     raw: list[tuple[str, Any]] = []
-    if files is None:
-        df = spark_read(path, lambda: spark.read.parquet(str(path)).withColumn("_file", F.input_file_name()))
-        if "op" in df.columns:
-            for r in spark_read(path, lambda: df.where(F.col("op") == "DDL").collect()):
-                d = r.asDict()
-                raw.append((f"{d['_file']}", d))
-    elif lines is not None:
+    if lines is not None:
         raw = _ddl_records(lines)
     elif files:  # the JSON Lines files that mention "DDL" (the driver's check saw which)
 
@@ -354,6 +394,11 @@ def schemas_of(
         rdds = [placed(str(f)) for f in files]
         found = (sc.union(rdds) if len(rdds) > 1 else rdds[0]).collect()
         raw = _ddl_records((f"{f}:{idx + 1}", text) for f, text, idx in found)
+    return schemas_from(articles, raw)
+
+
+def schemas_from(articles: Mapping[str, Article], raw: Sequence[tuple[str, Any]]) -> Schemas | None:
+    """The schema versions of the DDL records (place, record) of a stream; None for none."""
     if not raw:
         return None
     changes: list[SchemaChange] = []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import io
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -102,22 +103,50 @@ def test_a_canonical_file_is_read_by_one_spark_job(spark, tmp_path) -> None:
     from applier.sources.dataset import read_changes
 
     cfg = _config(1)
-    changes = _changes(tmp_path)
-    sc = spark.sparkContext
-    group = f"test-input-reads-{id(tmp_path)}"
-    sc.setJobGroup(group, "read_changes of a small canonical file")
-    try:
-        cs = read_changes(spark, cfg, changes)
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-    jobs = sc.statusTracker().getJobIdsForGroup(group)
+    cs, jobs = _jobs(spark, lambda: read_changes(spark, cfg, _changes(tmp_path)))
     try:
         # the stream is whole: its schema change known, its rows validated against it
         assert cs.schemas is not None and cs.schemas.version_at(ART, 4) == 2
         assert cs.rows == 4 and cs.events is not None and [e["op"] for e in cs.events] == ["DDL"]
-        # the validation pass alone: no sniff for "DDL" nor for "seq"
-        tracker = sc.statusTracker()
-        shown = [[tracker.getStageInfo(s).name for s in tracker.getJobInfo(j).stageIds] for j in sorted(jobs)]
-        assert len(jobs) == 1, shown
+        # the validation pass alone: no sniff for "DDL" (was 2 jobs) nor for "seq" (was 2)
+        assert len(jobs) == 1, jobs
     finally:
         cs.unpersist()
+
+
+def _jobs(spark, read):  # type: ignore[no-untyped-def]
+    """What ``read()`` returns and the names of the Spark jobs it ran (their stages')."""
+    sc = spark.sparkContext
+    group = f"test-input-reads-{uuid.uuid4().hex}"
+    sc.setJobGroup(group, "a reading counted")
+    try:
+        got = read()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    tracker = sc.statusTracker()
+    jobs = sorted(tracker.getJobIdsForGroup(group))
+    return got, [[tracker.getStageInfo(s).name for s in tracker.getJobInfo(j).stageIds] for j in jobs]
+
+
+def test_a_canonical_parquet_file_is_probed_in_one_job(spark, tmp_path) -> None:
+    """Parquet holds what it holds in columns: whether a command has a sub-position and which
+    rows are schema changes are one aggregate over the file read once, not a read each."""
+    from applier.sources.dataset import read_changes, write_changes
+
+    cfg = _config(1)
+    cs = read_changes(spark, cfg, _changes(tmp_path))
+    try:
+        out, _ = write_changes(cs, tmp_path / "out", "parquet")
+    finally:
+        cs.unpersist()
+    got, jobs = _jobs(spark, lambda: read_changes(spark, cfg, out))
+    try:
+        assert got.schemas is not None and got.schemas.version_at(ART, 4) == 2
+        assert got.changes.count() == 4
+        # read once for its schema (Spark's job named "parquet"), once probed (seq, DDL rows),
+        # once validated, then the sort of positions (2 jobs here): 8 jobs when the schema was
+        # read three times and the sniffs were jobs of their own
+        assert sum(names[0].startswith("parquet at ") for names in jobs) == 1, jobs
+        assert len(jobs) <= 6, jobs
+    finally:
+        got.unpersist()
