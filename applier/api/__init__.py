@@ -45,6 +45,7 @@ from applier.pipeline.rundir import finish_run_dir, prepare_run_dir
 from applier.report.files import write_reports
 from applier.report.json import run_report, unfinished_report
 from applier.results import RunResult, Verdict
+from applier.sources.files import Inputs
 from applier.sources.formats import FORMATS, Options
 from applier.sparkenv.session import spark_session
 from applier.sparkenv.slots import check_local_master, check_slots, choose_master, under_spark_submit
@@ -124,6 +125,7 @@ def run(
     slot_wait: float | None = None,
     explain_resets: bool = True,
     observer: Observer | None = None,
+    inputs: Inputs | None = None,
 ) -> RunResult:
     """Apply the configured stream (generated, or read from ``changes``) to every subscriber
     with N streams and verify each. ``report`` / ``junit`` / ``html``: also write the JSON
@@ -142,7 +144,9 @@ def run(
     job; the repro tools' tries, which read only their outcome, do without).
     ``observer``: told of every round as the streams apply it (live metrics:
     :mod:`applier.apply.observe`). A configuration's ``[load]`` paces the apply and its
-    thresholds are checked on the result (a broken one: exit code 1)."""
+    thresholds are checked on the result (a broken one: exit code 1). ``inputs``: the
+    caller's scan of ``changes`` and ``snapshot`` (:func:`applier.api.paths.check_paths`'s),
+    so that the run does not open them again."""
     started = time.time()
     reached: list[str] = []
     capture = capture_options(changes_format, capture)
@@ -158,7 +162,7 @@ def run(
         if not isinstance(spark, SparkSession) and not under_spark_submit():
             # a local[K] too small: refused before any JVM starts
             check_local_master(choose_master(config.spark.master, "master"), needed_slots(config))
-        check_paths(changes, snapshot, custom_sql, report, work_dir, capture=capture)
+        inputs = check_paths(changes, snapshot, custom_sql, report, work_dir, capture=capture, scanned=inputs)
         for key, path in (("junit", junit), ("html", html)):
             if path is not None:
                 writable(Path(path), key, False)
@@ -180,6 +184,7 @@ def run(
                 progress,
                 capture,
                 explain_resets,
+                inputs=inputs,
             )
         result = dataclasses.replace(result, thresholds=checked_thresholds(config, result))
     except BaseException as e:
@@ -285,6 +290,8 @@ def _run(
     progress: Callable[[str, int, int], None] | None,
     capture: Options | None = None,
     explain_resets: bool = True,
+    *,
+    inputs: Inputs | None = None,
 ) -> RunResult:
     with contextlib.ExitStack() as stack:
         if target is None or isinstance(target, str):
@@ -320,6 +327,7 @@ def _run(
             on_phase=on_phase,
             capture=capture,
             explain_resets=explain_resets,
+            inputs=inputs,
         )
     return result
 
@@ -366,8 +374,8 @@ def convert(
     t = time.perf_counter()
     capture = capture_options(changes_format, capture)
     config = check_config(config)
-    check_paths(changes, snapshot, (), None, None, capture=capture)
-    cs = read_changes(spark or spark_session(2), config, changes, snapshot, capture)
+    inputs = check_paths(changes, snapshot, (), None, None, capture=capture)
+    cs = read_changes(spark or spark_session(2), config, changes, snapshot, capture, inputs)
     try:
         ch, sn = write_changes(cs, out)
         if cs.notes:

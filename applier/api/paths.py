@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from applier.errors import ConfigError, InputError
-from applier.sources.files import check_inputs
-from applier.sources.formats import Options, format_class
+from applier.sources.files import Inputs, check_inputs
+from applier.sources.formats import Options, suffixes_of
 
 _API_NAMES = {"report": "report", "work_dir": "work_dir"}
 
@@ -22,21 +22,22 @@ def check_paths(
     work_dir: str | Path | None,
     names: Mapping[str, str] = _API_NAMES,
     capture: Options | None = None,
-) -> None:
+    scanned: Inputs | None = None,
+) -> Inputs:
     """Every path a run reads or writes, checked before anything starts (nothing is applied
     and no report is written when one is wrong): the inputs (:func:`check_inputs`), the report
     a file that can be written (its folder created if missing), the work folder a folder.
-    ``names``: how the caller names the outputs (the CLI: its options)."""
-    if capture is not None and capture.format != "canonical":
-        cls = format_class(capture.format)
-        if changes is None and capture.source is None:
-            raise InputError(f"--format {capture.format}: give --changes (or --source for mssql-cdc)")
-        check_inputs(changes, snapshot, custom_sql, cls.suffixes)
-    else:
-        check_inputs(changes, snapshot, custom_sql)
+    ``names``: how the caller names the outputs (the CLI: its options). The inputs' scan is
+    returned (the run reads and digests them from it); ``scanned``: the caller's scan of the
+    same inputs (the CLI's, made before its target started), not made again."""
+    suffixes = suffixes_of(capture)  # an unknown format is refused first
+    if capture is not None and capture.format != "canonical" and changes is None and capture.source is None:
+        raise InputError(f"--format {capture.format}: give --changes (or --source for mssql-cdc)")
+    found = scanned or check_inputs(changes, snapshot, custom_sql, suffixes)
     for key, path, folder in (("report", report, False), ("work_dir", work_dir, True)):
         if path is not None:
             writable(Path(path), names[key], folder)
+    return found
 
 
 def writable(path: Path, name: str, folder: bool) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from applier.cli.options import capture_of, config_of, with_spark
 from applier.config import Config
 from applier.errors import ApplierError, TargetError
+from applier.sources.files import Inputs
 
 
 def cmd_run(a: argparse.Namespace) -> int:
@@ -44,7 +45,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         if a.listen is not None:
             target = applier.api.listening(target, a.listen)
         # Every path checked before the target starts and anything is applied.
-        applier.api.paths.check_paths(
+        inputs = applier.api.paths.check_paths(
             a.changes,
             a.snapshot,
             a.custom_sql or [],
@@ -58,12 +59,12 @@ def cmd_run(a: argparse.Namespace) -> int:
         applier.api.write_unfinished(e, config, started, None, json=a.report, junit=a.junit, html=a.html)
         raise
     try:
-        return _run_on(a, config, target, console)
+        return _run_on(a, config, target, console, inputs)
     except TargetError as e:
         raise _target_named(a, config, e) from None
 
 
-def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) -> int:
+def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any, inputs: Inputs) -> int:
     import applier
     import applier.api.session
     from applier.loadtest.live import live_metrics
@@ -92,6 +93,7 @@ def _run_on(a: argparse.Namespace, config: Config, target: Any, console: Any) ->
                 html=a.html,
                 spark=early,
                 observer=metrics,
+                inputs=inputs,  # the files scanned above: not opened again
             )
         print_run(result, console, in_all=_since_start(), profile=a.profile)
         print_where(console, result.files, _spark_log_kept(), target)

@@ -20,22 +20,14 @@ from typing import Any
 from applier.articles import Article
 from applier.config import Config, Subscription, article_to_dict
 from applier.config.model import subscription_to_dict
+from applier.sources.files import InputFiles, Inputs, file_digest
 
-_CHUNK = 1 << 20
 
-
-def file_digest(path: str | Path) -> str:
-    """sha256 over a file, or over a folder's files (their relative names, then contents)."""
-    root = Path(path)
-    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
-    h = hashlib.sha256()
-    for f in files:
-        h.update(str(f.relative_to(root) if root.is_dir() else f.name).encode() + b"\0")
-        with f.open("rb") as fh:
-            while chunk := fh.read(_CHUNK):
-                h.update(chunk)
-        h.update(b"\0")
-    return h.hexdigest()
+def _digest(path: str | Path, scanned: InputFiles | None) -> str:
+    """The digest the driver's scan computed as it checked the files, or (none) the files read."""
+    if scanned is not None and scanned.digest is not None:
+        return scanned.digest
+    return file_digest(path)
 
 
 @dataclass(frozen=True)
@@ -74,14 +66,17 @@ def run_identity(
     snapshot: str | Path | None,
     streams: int,
     capture: Any = None,
+    inputs: Inputs | None = None,
 ) -> RunIdentity:
+    """``inputs``: the driver's scan of ``changes`` and ``snapshot``, whose digests it holds."""
     rs = config.run
+    scanned = inputs or Inputs()
     if changes is None and (capture is None or capture.source is None):
         source: dict[str, Any] = {"generated": asdict(config.workload)}
     else:
         source = {
-            "changes": file_digest(changes) if changes is not None else None,
-            "snapshot": file_digest(snapshot) if snapshot is not None else None,
+            "changes": _digest(changes, scanned.changes) if changes is not None else None,
+            "snapshot": _digest(snapshot, scanned.snapshot) if snapshot is not None else None,
         }
         if capture is not None and capture.format != "canonical":
             # how the capture is read changes the stream: its format and options (the ODBC

@@ -40,7 +40,8 @@ from applier.records.events import Schemas
 from applier.records.schema import EVENT_OPS
 from applier.results import Check, RunResult, SubscriptionResult
 from applier.sources.dataset import ChangeSet, generate, read_changes
-from applier.sources.formats import Options
+from applier.sources.files import Inputs, check_inputs
+from applier.sources.formats import Options, suffixes_of
 from applier.sources.hazards import effective_config
 from applier.sources.lengths import check_utf16_lengths
 from applier.sparkenv import without_aqe
@@ -84,10 +85,11 @@ def load_stream(
     changes: str | Path | None,
     snapshot: str | Path | None,
     capture: Options | None = None,
+    inputs: Inputs | None = None,
 ) -> ChangeSet:
     if not reads_input(changes, capture):
         return generate(spark, config)
-    return read_changes(spark, config, changes, snapshot, capture)
+    return read_changes(spark, config, changes, snapshot, capture, inputs)
 
 
 def reads_input(changes: str | Path | None, capture: Options | None) -> bool:
@@ -110,6 +112,7 @@ def run(
     on_phase: Say | None = None,
     capture: Options | None = None,
     explain_resets: bool = True,
+    inputs: Inputs | None = None,
 ) -> RunResult:
     """Apply one stream to every subscription (``endpoints``: its subscriber database, by
     subscription name) and verify each against the oracle, filtered its way.
@@ -123,10 +126,15 @@ def run(
 
     ``explain_resets``: a subscription whose rounds mostly reset says why (``EXPLAINED_SHARE``,
     at least ``EXPLAINED_RESETS`` of them;
-    one Spark job, phase ``explain``)."""
+    one Spark job, phase ``explain``).
+
+    ``inputs``: the driver's scan of ``changes`` and ``snapshot`` (``check_paths``'s; None: made
+    here): the stream is read and the run's identity digested from it, each file opened once."""
     reading = reads_input(changes, capture)
     if not reading:
         config = effective_config(config)  # a hazard workload brings its own articles
+    elif inputs is None:
+        inputs = check_inputs(changes, snapshot, (), suffixes_of(capture))
     say = on_phase or (lambda _: None)
     subs = subscriptions(config)
     missing = [s.name for s in subs if s.name not in endpoints]
@@ -145,6 +153,7 @@ def run(
             snapshot,
             s.streams or config.run.streams,
             capture,
+            inputs,
         )
         for s in subs
     }
@@ -166,7 +175,7 @@ def run(
             say("reading changes" if reading else f"generating {config.workload.kind} workload")
             t = time.perf_counter()
             with cost.phase("prepare"):
-                cs = load_stream(spark, config, changes, snapshot, capture)
+                cs = load_stream(spark, config, changes, snapshot, capture, inputs)
                 by_name = {a.name: a for a in config.articles}
                 schemas = cs.schemas or Schemas.build(by_name, [])
                 if reading:  # lengths as a SQL Server subscriber counts them (generated text fits)

@@ -23,7 +23,25 @@ POSITION_RANGES = {
     "xact_seqno": (1, 2**63 - 1),
     "command_id": (0, 2**31 - 1),
     "schema_version": (1, 2**31 - 1),
+    "seq": (0, 2**31 - 1),  # a command's sub-position at its lsn (formats.canonical)
 }
+
+
+def position(rec: Mapping[str, Any], name: str, place: str, default: int | None = None) -> int:
+    """A record's position field (lsn, xact_seqno, command_id, schema_version, seq): an integer
+    in its range (:data:`POSITION_RANGES`), or ``default`` where it is missing or null;
+    InputError naming ``place`` and the field otherwise."""
+    v = rec.get(name)
+    if v is None:
+        if default is not None:
+            return default
+        raise InputError(f"{place}: missing field {name!r}")
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise InputError(f"{place}: field {name!r} must be an integer, got {_shown(v)}")
+    lo, hi = POSITION_RANGES[name]
+    if not lo <= v <= hi:
+        raise InputError(f"{place}: field {name!r} must be {lo}..{hi}, got {_shown(v)}")
+    return v
 
 
 def _shown(v: Any) -> str:
@@ -110,24 +128,11 @@ def validate_record(
     if not isinstance(rec, Mapping):
         raise InputError(f"{place}: expected a JSON object, got {type(rec).__name__}")
 
-    def need_int(name: str, default: Any = ...) -> int:
-        if name not in rec or rec[name] is None:
-            if default is not ...:
-                return int(default)
-            raise InputError(f"{place}: missing field {name!r}")
-        v = rec[name]
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise InputError(f"{place}: field {name!r} must be an integer, got {_shown(v)}")
-        lo, hi = POSITION_RANGES[name]
-        if not lo <= v <= hi:
-            raise InputError(f"{place}: field {name!r} must be {lo}..{hi}, got {_shown(v)}")
-        return v
-
-    lsn = need_int("lsn")
+    lsn = position(rec, "lsn", place)
     where = f"{place}: lsn {lsn}"
-    xact = need_int("xact_seqno")
-    cmd = need_int("command_id")
-    version = need_int("schema_version", 1)
+    xact = position(rec, "xact_seqno", place)
+    cmd = position(rec, "command_id", place)
+    version = position(rec, "schema_version", place, 1)
     name = rec.get("article")
     if not isinstance(name, str):
         got = "missing" if name is None else f"must be a string, got {_shown(name)}"

@@ -24,7 +24,7 @@ from applier.errors import InputError
 from applier.records.events import Schemas
 from applier.records.schema import ARROW_CHANGE, CHANGE_FIELDS, CHANGE_SCHEMA, EVENT_OPS, SNAPSHOT_SCHEMA
 from applier.sources import reading
-from applier.sources.files import InputFiles, change_files, input_files
+from applier.sources.files import InputFiles, Inputs, change_files, input_files
 from applier.sources.formats import Format, Options
 from applier.sources.generator import generate_lane, lane_count
 
@@ -176,38 +176,50 @@ def read_changes(
     path: str | Path | None,
     snapshot_path: str | Path | None = None,
     capture: Options | None = None,
+    scanned: Inputs | None = None,
 ) -> ChangeSet:
     """A change file or folder (JSON Lines or Parquet) and its snapshot, every record validated
     and the checks across records done (positions unique, lsn order is transaction order,
     snapshot keys unique) before anything is applied; InputError naming the place otherwise.
     ``capture``: a captured format (Debezium, wal2json, SQL Server CDC...) read through
-    :mod:`applier.sources.formats`."""
+    :mod:`applier.sources.formats`. ``scanned``: the driver's scan of these paths
+    (:func:`applier.sources.files.check_inputs`; None: scanned here), which says what the
+    files hold: no Spark job reads them to find out."""
     articles = {a.name: a for a in config.articles}
+    scanned = scanned or Inputs()
     if capture is not None and capture.format != "canonical":
-        return read_captured(spark, config, path, capture, snapshot_path)
+        return read_captured(spark, config, path, capture, snapshot_path, scanned)
     assert path is not None
-    found = change_files(path)
+    found = scanned.changes or change_files(path)
     path = found.path
-    if _has_subpositions(spark, found):
-        return read_captured(spark, config, path, Options(), snapshot_path)
     rows: list[tuple[Any, ...]] | None = None
-    if found.parquet:
-        schemas = reading.schemas_of(spark, articles, path, None)
-        placed = reading.validate_parquet(spark, path, articles, schemas)
+    if found.parquet:  # read once: what it holds (one job), then every row validated
+        df = reading.parquet_changes(spark, path)
+        seq, ddl = reading.parquet_probe(path, df)
+        if seq:
+            return read_captured(
+                spark, config, path, Options(), snapshot_path, Inputs(found, scanned.snapshot)
+            )
+        schemas = reading.schemas_from(articles, ddl)
+        placed, good = reading.validate_parquet(spark, path, articles, schemas, df)
     else:
-        schemas = reading.schemas_of(spark, articles, path, found.events)
+        if _has_subpositions(spark, found):
+            return read_captured(
+                spark, config, path, Options(), snapshot_path, Inputs(found, scanned.snapshot)
+            )
+        schemas = reading.schemas_of(spark, articles, found.events, found.ddl_lines)
         rows = [] if found.small else None  # a small file's rows, its positions checked
         placed = reading.validate_lines(
             spark, found.files, articles, False, schemas, found.small, str(path), rows
         )
     placed = placed.persist(StorageLevel.MEMORY_AND_DISK)
-    if found.parquet and placed.isEmpty():
+    if found.parquet and good == 0:
         placed.unpersist()
         raise InputError(f"{path}: no change records; nothing to apply")
     try:
         if rows is None:
             reading.check_positions(placed, str(path))
-        snap, snap_cached, snap_rows = _read_snapshot(spark, articles, snapshot_path)
+        snap, snap_cached, snap_rows = _read_snapshot(spark, articles, snapshot_path, scanned.snapshot)
     except BaseException:
         placed.unpersist()
         raise
@@ -247,12 +259,16 @@ def _events(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
 
 
 def _read_snapshot(
-    spark: SparkSession, articles: dict[str, Any], snapshot_path: str | Path | None
+    spark: SparkSession,
+    articles: dict[str, Any],
+    snapshot_path: str | Path | None,
+    scanned: InputFiles | None = None,
 ) -> tuple[DataFrame, tuple[DataFrame, ...], int | None]:
-    """The snapshot, what was cached to make it, and its rows where known (a small file's)."""
+    """The snapshot, what was cached to make it, and its rows where known (a small file's);
+    ``scanned``: the driver's scan of it (None: scanned here)."""
     if snapshot_path is None:
         return spark.createDataFrame([], SNAPSHOT_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK), (), 0
-    snap_files = input_files(snapshot_path, "snapshot")
+    snap_files = scanned or input_files(snapshot_path, "snapshot")
     sp = snap_files.path
     gathered: list[tuple[Any, ...]] | None = [] if snap_files.small and not snap_files.parquet else None
     if snap_files.parquet:
@@ -272,13 +288,11 @@ def _read_snapshot(
 
 
 def _has_subpositions(spark: SparkSession, found: InputFiles) -> bool:
-    """Some command carries a sub-position (a top-level ``seq``): the file is read through the
-    capture pipeline, which numbers positions again (``formats.canonical``)."""
-    if found.parquet:
-        df = reading.spark_read(found.path, lambda: spark.read.parquet(str(found.path)))
-        return "seq" in df.columns and not df.where(F.col("seq").isNotNull()).isEmpty()
-    if not found.subpositions:
-        return False
+    """Some command of a JSON Lines file carries a sub-position (a top-level ``seq``): the file
+    is read through the capture pipeline, which numbers positions again (``formats.canonical``).
+    The driver's scan knows, unless too many lines mention "seq" to read there: then one job."""
+    if found.subpositions is not None:
+        return found.subpositions
 
     def top_level(text: str) -> bool:
         try:
@@ -303,8 +317,11 @@ def read_captured(
     path: str | Path | None,
     capture: Options,
     snapshot_path: str | Path | None = None,
+    scanned: Inputs | None = None,
 ) -> ChangeSet:
-    """Captured traffic (or a canonical file with sub-positions) -> the canonical stream."""
+    """Captured traffic (or a canonical file with sub-positions) -> the canonical stream;
+    ``scanned``: the driver's scan of the paths (None: scanned here)."""
+    scanned = scanned or Inputs()
     from applier.sources.formats import format_class
     from applier.sources.formats.convert import COMMITTED, PLACE, SOURCE, UNCHANGED, captured, commit_times
     from applier.sources.formats.unchanged import fill_unchanged
@@ -318,7 +335,7 @@ def read_captured(
         files: tuple[Path, ...] = ()
         origin = f"{capture.format} from {capture.capture_instance or 'the source'}"
     else:
-        found = capture_files(path, cls)
+        found = scanned.changes or capture_files(path, cls)
         files, origin = found.files, str(found.path)
     got = captured(spark, fmt, files, origin)
     rows: DataFrame = got.rows
@@ -327,7 +344,7 @@ def read_captured(
     try:
         if config.load.pace == "source":
             times = commit_times(got.rows, got.transactions, origin, capture.format)
-        snap, snap_cached, snap_rows = _read_snapshot(spark, articles, snapshot_path)
+        snap, snap_cached, snap_rows = _read_snapshot(spark, articles, snapshot_path, scanned.snapshot)
         if got.unchanged:  # values left out as unchanged (TOAST): from the rows' earlier images
             try:
                 rows, filled = fill_unchanged(got.rows, snap, origin, got.changes)

@@ -29,9 +29,44 @@ KEPT = 1000  # bad records' errors kept at most (--errors all prints them; the m
 T = TypeVar("T")
 
 
-def _unexpected(place: str, e: Exception) -> str:
-    """A record the validation itself could not handle: refused like any bad record."""
-    return f"{place}: cannot validate this record: {type(e).__name__}: {e}"
+def unexpected(place: str, e: Exception, doing: str = "validate") -> str:
+    """A record the validation (or a format's reading) itself could not handle: refused like
+    any bad record."""
+    return f"{place}: cannot {doing} this record: {type(e).__name__}: {e}"
+
+
+def read_lines(
+    spark: SparkSession,
+    files: Sequence[Any],
+    parse: Callable[[str, str, int, int], Iterable[tuple[Any, ...]]],
+    refuse: Callable[[str, Exception, int, int], tuple[Any, ...]],
+    parts: int | None = None,
+) -> Any:
+    """The JSON Lines reader (canonical files, snapshots, every text capture format): each line
+    of each file that is not blank, in file order (partitions in order), through ``parse(text,
+    place, file index, line index)``, ``place`` being file:line; what it raises (a bad record,
+    or one it cannot handle) becomes ``refuse(place, error, file index, line index)``: the
+    record refused with its place, the rest read on. ``parts``: at least this many partitions a
+    file (1: zipWithIndex then needs no job). RDD of what they return."""
+    sc = spark.sparkContext
+
+    def of(file: str, fi: int):  # type: ignore[no-untyped-def]
+        def part(it: Iterator[tuple[str, int]]) -> Iterator[tuple[Any, ...]]:
+            for text, idx in it:
+                if not text.strip():
+                    continue
+                place = f"{file}:{idx + 1}"
+                try:
+                    yield from parse(text, place, fi, idx)
+                except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
+                    yield refuse(place, e, fi, idx)
+
+        return part
+
+    rdds = [
+        sc.textFile(str(f), parts).zipWithIndex().mapPartitions(of(str(f), i)) for i, f in enumerate(files)
+    ]
+    return sc.union(rdds) if len(rdds) > 1 else rdds[0]
 
 
 def spark_read(what: Path, read: Callable[[], T]) -> T:
@@ -47,10 +82,26 @@ def spark_read(what: Path, read: Callable[[], T]) -> T:
         raise InputError(f"{what}: Spark cannot read it: {first[:300]}") from None
 
 
-def _errors(rdd: Any, noun: str) -> None:
-    bad = rdd.filter(lambda r: r[0] is not None).map(lambda r: r[0])
-    errors = bad.take(KEPT)
-    raise_errors(errors, noun, bad.count() if len(errors) == KEPT else None)
+def _errors(rdd: Any, noun: str) -> int:
+    """Validated rows' errors (rows (error or None, ...)) raised as :func:`raise_errors` does;
+    else how many rows are good. One job: each partition's first errors and its counts."""
+
+    def summary(it: Iterable[tuple[Any, ...]]) -> Iterator[tuple[list[str], int, int]]:
+        kept: list[str] = []
+        bad = good = 0
+        for r in it:
+            if r[0] is None:
+                good += 1
+                continue
+            bad += 1
+            if len(kept) < KEPT:
+                kept.append(r[0])
+        yield kept, bad, good
+
+    parts = rdd.mapPartitions(summary).collect()
+    errors = [e for kept, _, _ in parts for e in kept][:KEPT]
+    raise_errors(errors, noun, sum(p[1] for p in parts) if len(errors) == KEPT else None)
+    return sum(p[2] for p in parts)
 
 
 def raise_errors(errors: list[str], noun: str, total: int | None = None) -> None:
@@ -91,32 +142,19 @@ def validate_lines(
     :func:`check_snapshot_keys`, ``origin`` naming the input), and added to ``rows_out``."""
     sc = spark.sparkContext
 
-    def check(file: str):  # type: ignore[no-untyped-def]
-        def part(it: Iterator[tuple[str, int]]) -> Iterator[tuple[Any, ...]]:
-            for text, idx in it:
-                place = f"{file}:{idx + 1}"
-                if not text.strip():
-                    continue
-                try:
-                    rec = json.loads(text)
-                    row = (
-                        validate_snapshot_row(rec, articles, place)
-                        if snapshot
-                        else validate_record(rec, articles, place, schemas)
-                    )
-                    yield (None, place, *row)
-                except json.JSONDecodeError as e:
-                    yield (f"{place}: malformed JSON: {e.msg} at column {e.colno}",)
-                except InputError as e:
-                    yield (str(e),)
-                except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
-                    yield (_unexpected(place, e),)
+    def parse(text: str, place: str, _file: int, _line: int) -> Iterator[tuple[Any, ...]]:
+        rec = json.loads(text)
+        if snapshot:
+            yield (None, place, *validate_snapshot_row(rec, articles, place))
+        else:
+            yield (None, place, *validate_record(rec, articles, place, schemas))
 
-        return part
+    def refuse(place: str, e: Exception, _file: int, _line: int) -> tuple[Any, ...]:
+        if isinstance(e, json.JSONDecodeError):
+            return (f"{place}: malformed JSON: {e.msg} at column {e.colno}",)
+        return (str(e) if isinstance(e, InputError) else unexpected(place, e),)
 
-    parts = 1 if small else None
-    rdds = [sc.textFile(str(f), parts).zipWithIndex().mapPartitions(check(str(f))) for f in files]
-    rdd = sc.union(rdds) if len(rdds) > 1 else rdds[0]
+    rdd = read_lines(spark, files, parse, refuse, 1 if small else None)
     noun = "snapshot file" if snapshot else "change file"
     schema = f"{PLACE} string, " + (SNAPSHOT_SCHEMA if snapshot else CHANGE_SCHEMA)
     if small:  # one job: rows and errors to the driver, the checks across rows run there
@@ -143,10 +181,41 @@ def validate_lines(
     return spark.createDataFrame(rdd.map(lambda r: r[1:]), schema)
 
 
+def parquet_changes(spark: SparkSession, path: Path) -> DataFrame:
+    """A Parquet change path as Spark reads it (its schema found: a job), each row with its
+    ``_file``: read once, and what it holds found from it (:func:`parquet_probe`) before it is
+    validated (:func:`validate_parquet`)."""
+    return spark_read(path, lambda: spark.read.parquet(str(path)).withColumn("_file", F.input_file_name()))
+
+
+def parquet_probe(path: Path, df: DataFrame) -> tuple[bool, list[tuple[str, Any]]]:
+    """What a Parquet change file holds, in one job: whether some command carries a
+    sub-position (``seq`` not null), and its DDL rows as (place, record) for :func:`schemas_from`."""
+    cols = set(df.columns)
+    aggs = []
+    if "seq" in cols:
+        aggs.append(F.max(F.col("seq").isNotNull()).alias("seq"))
+    if "op" in cols:
+        aggs.append(F.collect_list(F.when(F.col("op") == "DDL", F.struct(*df.columns))).alias("ddl"))
+    if not aggs:
+        return False, []
+    from applier.sparkenv import without_aqe
+
+    with without_aqe(df.sparkSession):  # one job: AQE would run the aggregate's map stage apart
+        got = spark_read(path, lambda: df.agg(*aggs).collect()[0]).asDict()
+    ddl = [r.asDict() for r in got.get("ddl") or []]
+    return bool(got.get("seq")), [(str(d["_file"]), d) for d in ddl]
+
+
 def validate_parquet(
-    spark: SparkSession, path: Path, articles: Mapping[str, Article], schemas: Schemas | None = None
-) -> DataFrame:
-    df = spark_read(path, lambda: spark.read.parquet(str(path)).withColumn("_file", F.input_file_name()))
+    spark: SparkSession,
+    path: Path,
+    articles: Mapping[str, Article],
+    schemas: Schemas | None,
+    df: DataFrame,
+) -> tuple[DataFrame, int]:
+    """The rows of :func:`parquet_changes` validated, with their ``_place``, and how many there
+    are; InputError naming the file on the first bad ones."""
     missing = [f for f in ("lsn", "xact_seqno", "command_id", "article", "op") if f not in df.columns]
     if missing:
         raise InputError(f"{path}: not a canonical change file, missing column(s) {missing}")
@@ -165,11 +234,11 @@ def validate_parquet(
         except InputError as e:
             return (str(e),)
         except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
-            return (_unexpected(place, e),)
+            return (unexpected(place, e),)
 
     rdd = df.rdd.map(check).persist(StorageLevel.MEMORY_AND_DISK)
-    spark_read(path, lambda: _errors(rdd, "change file"))
-    return spark.createDataFrame(rdd.map(lambda r: r[1:]), f"{PLACE} string, {CHANGE_SCHEMA}")
+    good = spark_read(path, lambda: _errors(rdd, "change file"))
+    return spark.createDataFrame(rdd.map(lambda r: r[1:]), f"{PLACE} string, {CHANGE_SCHEMA}"), good
 
 
 def snapshot_parquet(spark: SparkSession, path: Path, articles: Mapping[str, Article]) -> DataFrame:
@@ -188,7 +257,7 @@ def snapshot_parquet(spark: SparkSession, path: Path, articles: Mapping[str, Art
         except (InputError, json.JSONDecodeError) as e:
             return (f"{place}: {e}",)
         except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
-            return (_unexpected(place, e),)
+            return (unexpected(place, e),)
 
     rdd = df.select("article", "image").rdd.map(check).persist(StorageLevel.MEMORY_AND_DISK)
     spark_read(path, lambda: _errors(rdd, "snapshot file"))
@@ -196,9 +265,12 @@ def snapshot_parquet(spark: SparkSession, path: Path, articles: Mapping[str, Art
 
 
 # -- checks across rows --------------------------------------------------------------------
-def _ends(idx: int, it: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
-    """Rows (lsn, xact_seqno, command_id, place) in lsn order -> (idx, first, last, first fault):
-    an lsn seen twice (with its count) or a (xact_seqno, command_id) not above the one before."""
+def position_ends(idx: int, it: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
+    """The check of positions: rows (lsn, xact_seqno, command_id, place) in lsn order -> (idx,
+    first, last, first fault): an lsn seen twice ("lsn", the first two, its count) or a
+    (xact_seqno, command_id) not above the one before ("order", the two, 0). A canonical file's
+    (here) and a file with sub-positions' per transaction (``formats.canonical``: (lsn, seq) for
+    the lsn)."""
     first = prev = fault = None
     for r in it:
         cur = tuple(r)
@@ -227,12 +299,12 @@ def check_positions(df: DataFrame, origin: str, small: bool = False) -> None:
         return
     parts = max(1, df.rdd.getNumPartitions())
     ranged = cols.repartitionByRange(parts, "lsn").sortWithinPartitions("lsn", PLACE)
-    _raise_position_faults(sorted(ranged.rdd.mapPartitionsWithIndex(_ends).collect()), origin)
+    _raise_position_faults(sorted(ranged.rdd.mapPartitionsWithIndex(position_ends).collect()), origin)
 
 
 def _position_faults(rows: list[tuple[Any, ...]], origin: str) -> None:
     """:func:`check_positions` of rows (lsn, xact_seqno, command_id, place) sorted, on the driver."""
-    _raise_position_faults(list(_ends(0, rows)), origin)
+    _raise_position_faults(list(position_ends(0, rows)), origin)
 
 
 def _raise_position_faults(found: list[tuple[Any, ...]], origin: str) -> None:
@@ -300,31 +372,33 @@ def _raise_duplicate_key(d: Any) -> None:
 
 
 def schemas_of(
-    spark: SparkSession, articles: Mapping[str, Article], path: Path, files: Sequence[Path] | None
+    spark: SparkSession,
+    articles: Mapping[str, Article],
+    files: Sequence[Path],
+    lines: Sequence[tuple[str, str]] | None = None,
 ) -> Schemas | None:
-    """First pass: the DDL events (few) to the driver, so that every command can then be
-    validated against the article shape of its schema version. None when there are none."""
+    """The DDL events (few) on the driver, so that every command can then be validated against
+    the article shape of its schema version; None when there are none. ``lines``: the
+    (file:line, text) of the JSON Lines lines that mention "DDL", as the driver's scan kept them
+    (:class:`applier.sources.files.InputFiles`); None: a first Spark pass over ``files`` finds
+    them (a Parquet file's: :func:`parquet_probe`)."""
     sc = spark.sparkContext
     raw: list[tuple[str, Any]] = []
-    if files is None:
-        df = spark_read(path, lambda: spark.read.parquet(str(path)).withColumn("_file", F.input_file_name()))
-        if "op" in df.columns:
-            for r in spark_read(path, lambda: df.where(F.col("op") == "DDL").collect()):
-                d = r.asDict()
-                raw.append((f"{d['_file']}", d))
+    if lines is not None:
+        raw = _ddl_records(lines)
     elif files:  # the JSON Lines files that mention "DDL" (the driver's check saw which)
 
         def placed(f: str) -> Any:
             return sc.textFile(f).zipWithIndex().filter(lambda t: '"DDL"' in t[0]).map(lambda t: (f, *t))
 
         rdds = [placed(str(f)) for f in files]
-        for f, text, idx in (sc.union(rdds) if len(rdds) > 1 else rdds[0]).collect():
-            try:
-                rec = json.loads(text)
-            except json.JSONDecodeError:
-                continue  # reported with its line by the validation pass
-            if isinstance(rec, dict) and rec.get("op") == "DDL":
-                raw.append((f"{f}:{idx + 1}", rec))
+        found = (sc.union(rdds) if len(rdds) > 1 else rdds[0]).collect()
+        raw = _ddl_records((f"{f}:{idx + 1}", text) for f, text, idx in found)
+    return schemas_from(articles, raw)
+
+
+def schemas_from(articles: Mapping[str, Article], raw: Sequence[tuple[str, Any]]) -> Schemas | None:
+    """The schema versions of the DDL records (place, record) of a stream; None for none."""
     if not raw:
         return None
     changes: list[SchemaChange] = []
@@ -334,3 +408,17 @@ def schemas_of(
             SchemaChange.parse(row[3], row[0], row[5], json.loads(row[7]), f"{place}: lsn {row[0]}")
         )
     return Schemas.build(articles, changes)
+
+
+def _ddl_records(lines: Iterable[tuple[str, str]]) -> list[tuple[str, Any]]:
+    """(place, record) of the lines that hold a DDL event; a line that is not JSON is left to
+    the validation pass, which reports it with its line."""
+    out: list[tuple[str, Any]] = []
+    for place, text in lines:
+        try:
+            rec = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict) and rec.get("op") == "DDL":
+            out.append((place, rec))
+    return out

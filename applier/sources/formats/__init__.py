@@ -169,6 +169,16 @@ def find_article(articles: Mapping[str, Article], schema: str | None, table: str
     raise InputError(f"{place}: table {shown!r} is not an article (known: {known})")
 
 
+def suffixes_of(capture: Options | None) -> tuple[str, ...]:
+    """The text files a folder of ``capture``'s changes is read for (None or canonical: applier's
+    own JSON Lines)."""
+    from applier.sources.files import JSON_SUFFIXES
+
+    if capture is None or capture.format == "canonical":
+        return JSON_SUFFIXES
+    return format_class(capture.format).suffixes
+
+
 def format_class(name: str) -> type[Format]:
     """The Format class of a --format name, or InputError listing the known ones."""
     from importlib import import_module

@@ -13,23 +13,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from applier.errors import InputError
 from applier.records.schema import ROW_OPS
-from applier.sources.canonical import POSITION_RANGES
+from applier.sources.canonical import position
 from applier.sources.formats import Change, Format, Item
-
-
-def _int(rec: dict[str, Any], name: str, place: str, lo: int, hi: int, default: int | None = None) -> int:
-    v = rec.get(name)
-    if v is None and default is not None:
-        return default
-    if v is None:
-        raise InputError(f"{place}: missing field {name!r}")
-    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise InputError(f"{place}: field {name!r} must be an integer {lo}..{hi}, got {v!r}")
-    return v
+from applier.sources.reading import position_ends
 
 
 class CanonicalSeqFormat(Format):
@@ -44,11 +34,11 @@ class CanonicalSeqFormat(Format):
             raise InputError(f"{place}: malformed JSON: {e.msg} at column {e.colno}") from None
         if not isinstance(rec, dict):
             raise InputError(f"{place}: expected a JSON object, got {type(rec).__name__}")
-        lsn = _int(rec, "lsn", place, *POSITION_RANGES["lsn"])
+        lsn = position(rec, "lsn", place)
         at = f"{place}: lsn {lsn}"
-        seq = _int(rec, "seq", at, 0, 2**31 - 1, default=0)
-        xact = _int(rec, "xact_seqno", at, *POSITION_RANGES["xact_seqno"])
-        cmd = _int(rec, "command_id", at, *POSITION_RANGES["command_id"])
+        seq = position(rec, "seq", at, 0)
+        xact = position(rec, "xact_seqno", at)
+        cmd = position(rec, "command_id", at)
         op = rec.get("op")
         if op not in ROW_OPS:
             raise InputError(
@@ -72,13 +62,17 @@ class CanonicalSeqFormat(Format):
         )
 
     def combine(self, changes: list[Change]) -> list[Change]:
-        """(lsn, seq) order must be command_id order in a transaction."""
-        for a, b in zip(changes, changes[1:], strict=False):
-            if b.pos[:2] == a.pos[:2]:
-                raise InputError(
-                    f"{b.place}: {b.source} appears 2 times ({a.place}); (lsn, seq) names one command"
-                )
-            if b.pos[2] <= a.pos[2]:
+        """(lsn, seq) names one command, and (lsn, seq) order is command_id order in a
+        transaction (the changes come in (lsn, seq) order): a canonical file's check of positions
+        (:func:`applier.sources.reading.position_ends`), with (lsn, seq) for the lsn."""
+        rows = ((c.pos[:2], 0, c.pos[2], c) for c in changes)
+        for _, _, _, fault in position_ends(0, rows):
+            if fault is not None:
+                kind, (*_, a), (*_, b), _ = fault
+                if kind == "lsn":
+                    raise InputError(
+                        f"{b.place}: {b.source} appears 2 times ({a.place}); (lsn, seq) names one command"
+                    )
                 raise InputError(
                     f"{b.place}: {b.source} (command_id {b.pos[2]}) comes after {a.source} "
                     f"(command_id {a.pos[2]}, {a.place}) but not after it in its transaction; "

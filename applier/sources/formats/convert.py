@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 
 from applier.errors import InputError
 from applier.records.schema import CHANGE_SCHEMA
+from applier.sources import reading
 from applier.sources.canonical import validate_record
 from applier.sources.formats import Begin, Change, Commit, Expect, Format
 from applier.sources.reading import KEPT, raise_errors
@@ -61,32 +62,22 @@ class Captured:
 
 
 def _unexpected(place: str, e: Exception) -> str:
-    return f"{place}: cannot read this record: {type(e).__name__}: {e}"
+    return reading.unexpected(place, e, "read")
 
 
 def read_lines(spark: SparkSession, files: Sequence[Any], fmt: Format) -> Any:
-    """Every line of every file through ``fmt.parse``: RDD of (error, item, order) in file order,
-    ``order`` = (file index, line index, item index) for file-ordered formats."""
-    sc = spark.sparkContext
+    """Every line of every file through ``fmt.parse`` (:func:`applier.sources.reading.read_lines`):
+    RDD of (error, item, order) in file order, ``order`` = (file index, line index, item index)
+    for file-ordered formats."""
 
-    def of(file: str, fi: int):  # type: ignore[no-untyped-def]
-        def part(it: Iterator[tuple[str, int]]) -> Iterator[tuple[Any, ...]]:
-            for text, idx in it:
-                if not text.strip():
-                    continue
-                place = f"{file}:{idx + 1}"
-                try:
-                    for k, item in enumerate(fmt.parse(text, place)):
-                        yield (None, item, (fi, idx, k))
-                except InputError as e:
-                    yield (str(e), None, (fi, idx, 0))
-                except Exception as e:  # noqa: BLE001 - any record the format cannot read is refused
-                    yield (_unexpected(place, e), None, (fi, idx, 0))
+    def parse(text: str, place: str, fi: int, idx: int) -> Iterator[tuple[Any, ...]]:
+        for k, item in enumerate(fmt.parse(text, place)):
+            yield (None, item, (fi, idx, k))
 
-        return part
+    def refuse(place: str, e: Exception, fi: int, idx: int) -> tuple[Any, ...]:
+        return (str(e) if isinstance(e, InputError) else _unexpected(place, e), None, (fi, idx, 0))
 
-    rdds = [sc.textFile(str(f)).zipWithIndex().mapPartitions(of(str(f), i)) for i, f in enumerate(files)]
-    return sc.union(rdds) if len(rdds) > 1 else rdds[0]
+    return reading.read_lines(spark, files, parse, refuse)
 
 
 def _order(e: tuple[Any, ...]) -> tuple[Any, ...]:
