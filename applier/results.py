@@ -173,6 +173,9 @@ class ApplySummary:
     # Why the run stopped when its fatal round met no failing command (transient errors
     # outlasted the retries); None otherwise.
     stopped: str | None = None
+    # The error that failed the single connection, in one line (the command's lsn, class, code,
+    # message); None when none did.
+    failure: str | None = None
     segments: int = 1
     snapshot_rows: int = 0
     source: str = ""

@@ -416,11 +416,11 @@ def _reapply(
             ev.command(row, "failed", cls=failure.cls, code=failure.code, message=failure.message)
         else:
             ev.command(row, "not_applied")
-    if failure.lsn is None:
-        # No command failed: transient errors (a lock held from outside, a lost connection)
-        # outlasted the retry policy. The run stopped; nothing says the subscriber is wrong.
-        outcome = "stopped" if failure.transient else "failed"
-        ev.add("log", round_=r, outcome=outcome, cls=failure.cls, code=failure.code, message=failure.message)
+    # No command failed: transient errors (a lock held from outside, a lost connection) outlasted
+    # the retry policy; the run stopped, nothing says the subscriber is wrong. Else the command's
+    # error, by its lsn: the report's reason names it.
+    outcome = "stopped" if failure.lsn is None and failure.transient else "failed"
+    ev.add("log", round_=r, outcome=outcome, cls=failure.cls, code=failure.code, message=failure.said())
     log.error("round %d failed on the single connection: %s", r, failure.message)
     return {"fatal": True, "message": failure.message}
 

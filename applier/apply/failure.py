@@ -35,6 +35,11 @@ class Failure:
     constraint: str | None = None
     located: str = "unlocated"
 
+    def said(self) -> str:
+        """One line: the command by its lsn (where known), the class and the error's text."""
+        at = f"the command at lsn {self.lsn}" if self.lsn is not None else "no command"
+        return short(f"{at}: {self.cls} ({self.code}): {self.message}")
+
     def to_json(self) -> dict[str, Any]:
         return self.__dict__.copy()
 

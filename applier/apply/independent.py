@@ -281,8 +281,9 @@ def _apply_deferred(
                 message=failure.message,
             )
         ev.add("round", outcome="fatal", cls=failure.cls, message=failure.message)
-        if failure.lsn is None and failure.transient:  # transient errors outlasted the retries
-            ev.add("log", outcome="stopped", cls=failure.cls, code=failure.code, message=failure.message)
+        # transient errors that outlasted the retries stop the run; a command's error fails it
+        outcome = "stopped" if failure.lsn is None and failure.transient else "failed"
+        ev.add("log", outcome=outcome, cls=failure.cls, code=failure.code, message=failure.said())
 
 
 def run_independent(spark: SparkSession, laid_out: DataFrame, job: StreamJob, out_path: str) -> Streamed:

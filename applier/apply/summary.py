@@ -75,6 +75,7 @@ def summarize(
         apply_seconds=round(apply_seconds, 3),
         fatal=by_round.get("fatal", 0) > 0,
         stopped=next((r["message"] for r in few if r["kind"] == "log" and r["outcome"] == "stopped"), None),
+        failure=next((r["message"] for r in few if r["kind"] == "log" and r["outcome"] == "failed"), None),
         segments=segments,
         snapshot_rows=snapshot_rows,
         source=source,

@@ -38,7 +38,7 @@ from applier.pipeline.segments import (
 from applier.pipeline.streamjob import commands_of, explained, size_hint, stream_job, timed, union
 from applier.records.events import Schemas
 from applier.records.schema import EVENT_OPS
-from applier.results import Check, RunResult, SubscriptionResult
+from applier.results import ApplySummary, Check, RunResult, SubscriptionResult
 from applier.sources.dataset import ChangeSet, generate, read_changes
 from applier.sources.files import Inputs, check_inputs
 from applier.sources.formats import Options, suffixes_of
@@ -61,6 +61,16 @@ from applier.verify.target import failure_reason, read_target
 Say = Callable[[str], None]
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 FATAL = "the single connection hit an error the policy does not skip"
+
+
+def _stopped_why(summary: ApplySummary) -> str:
+    """Why a run stopped early: transient errors past the retries, or the error (and its
+    command) that failed the single connection."""
+    if summary.stopped is not None:
+        return STOPPED.format(summary.stopped)
+    return f"{FATAL}: {summary.failure}" if summary.failure else FATAL
+
+
 # A run says why its rounds reset (one Spark job) when more than this share of them did.
 EXPLAINED_SHARE = 0.5
 # ... and at least this many of them: the explanation is a Spark job of four shuffles (~1 s of
@@ -400,7 +410,7 @@ def _subscription(
         check,
         summary,
         phases,
-        (STOPPED.format(summary.stopped) if summary.stopped is not None else FATAL) if fatal else None,
+        _stopped_why(summary) if fatal else None,
         routing,
         tuple(plan.statements),
         tuple(applied.schema_changes),

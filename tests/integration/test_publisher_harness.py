@@ -107,8 +107,8 @@ def test_a_capture_applied_at_four_streams_equals_the_publisher(
 def test_the_publisher_matrix(
     spark: Any, pg: Any, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Every cell that must converge does and equals the publisher; round-robin with the
-    independent model may diverge, and then applier must say so too."""
+    """Every cell that must converge does and equals the publisher; round-robin and key-hash with
+    the independent model may diverge, and then applier must say so too."""
 
     def say(text: str) -> None:  # on the terminal as the matrix runs, not captured
         with capsys.disabled():
