@@ -68,13 +68,10 @@ class Plan:
     procedures: list[dict[str, Any]] = field(default_factory=list)
 
 
-def plan_barriers(
-    routed: DataFrame, events: Sequence[StreamEvent], sub: Subscription, full_copy: bool
-) -> Plan:
+def plan_barriers(routed: DataFrame, events: Sequence[StreamEvent], sub: Subscription, full: bool) -> Plan:
     """The barriers among the stream's DDL, SQL and PROC events (in lsn order) for ``sub``:
     every schema change; each statement the subscription takes as a statement (seed 004);
-    each applied procedure it receives as the procedure (seed 000). Their payloads were
-    decoded once, by :func:`applier.records.events.stream_events`."""
+    each applied procedure it receives as the procedure (seed 000); ``full``: a full copy."""
     rows = [r for r in events if sub.of(r.article) is not None]
     out = Plan()
     per_stmt: dict[int, tuple[int, int]] = {}
@@ -113,7 +110,7 @@ def plan_barriers(
         else:
             stmt = e.payload
             n, migrated = per_stmt.get(lsn, (0, 0))
-            dec = decide(stmt, sub.sqldml_threshold, full_copy, n, migrated)
+            dec = decide(stmt, sub.sqldml_threshold, full, n, migrated)
             out.statements.append(
                 {
                     "lsn": lsn,
