@@ -36,7 +36,7 @@ from applier.pipeline.segments import (
     plan_barriers,
 )
 from applier.pipeline.streamjob import commands_of, explained, size_hint, stream_job, timed, union
-from applier.records.events import Schemas
+from applier.records.events import Schemas, StreamEvent, stream_events
 from applier.records.schema import EVENT_OPS
 from applier.results import ApplySummary, Check, RunResult, SubscriptionResult
 from applier.sources.dataset import ChangeSet, generate, read_changes
@@ -193,12 +193,16 @@ def run(
                     check_utf16_lengths(cs.changes, cs.snapshot, cs.origin, schemas, utf16)
                 # Schema changes, statements and procedures: few, collected once (row commands
                 # never are). A generated stream has none.
-                events = (
-                    []
-                    if not reading
-                    else list(cs.events)
-                    if cs.events is not None
-                    else cs.changes.where(F.col("op").isin(*EVENT_OPS)).orderBy("lsn").collect()
+                # Their payloads are decoded here, once for every subscription.
+                events = list(
+                    stream_events(
+                        []
+                        if not reading
+                        else cs.events
+                        if cs.events is not None
+                        else cs.changes.where(F.col("op").isin(*EVENT_OPS)).orderBy("lsn").collect(),
+                        cs.schemas,
+                    )
                 )
             read_seconds = time.perf_counter() - t
             for s in subs:
@@ -248,7 +252,7 @@ def _subscription(
     config: Config,
     cs: ChangeSet,
     schemas: Schemas,
-    events: list[Any],
+    events: list[StreamEvent],
     sub: Subscription,
     endpoint: Endpoint,
     wd: Path,
@@ -273,7 +277,7 @@ def _subscription(
             routed, routing = cs.changes, {}
         else:
             say(f"{sub.name}: distributing")
-            has_sql = any(r["op"] in ("SQL", "PROC") for r in events)
+            has_sql = any(e.op in ("SQL", "PROC") for e in events)
             routed = route(cs.changes, schemas, sub, has_sql).persist(StorageLevel.MEMORY_AND_DISK)
             routing = {
                 f"{r['source_op']}>{r['op']}": int(r["count"])

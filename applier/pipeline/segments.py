@@ -20,7 +20,6 @@ few); row commands never are.
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import threading
@@ -49,7 +48,7 @@ from applier.partition.layout import lay_out
 from applier.partition.strategies import Timed, cut
 from applier.pipeline import cost
 from applier.plan.columns import row_bytes_bound
-from applier.records.events import AppliedProcedure, Schemas, SqlStatement
+from applier.records.events import AppliedProcedure, SchemaChange, Schemas, StreamEvent
 from applier.sources.dataset import StreamStats
 from applier.sparkenv import cache_level, without_aqe
 from applier.targets.endpoint import Endpoint
@@ -64,19 +63,19 @@ Progress = Callable[[str, int, int], None]  # (stage, done, total)
 class Plan:
     """Which events of the stream are barriers for this subscription, and what was decided."""
 
-    barriers: list[Any] = field(default_factory=list)
+    barriers: list[StreamEvent] = field(default_factory=list)
     statements: list[dict[str, Any]] = field(default_factory=list)
     procedures: list[dict[str, Any]] = field(default_factory=list)
 
 
-def plan_barriers(routed: DataFrame, events: Sequence[Any], sub: Subscription, full_copy: bool) -> Plan:
+def plan_barriers(routed: DataFrame, events: Sequence[StreamEvent], sub: Subscription, full: bool) -> Plan:
     """The barriers among the stream's DDL, SQL and PROC events (in lsn order) for ``sub``:
     every schema change; each statement the subscription takes as a statement (seed 004);
-    each applied procedure it receives as the procedure (seed 000)."""
-    rows = [r for r in events if sub.of(r["article"]) is not None]
+    each applied procedure it receives as the procedure (seed 000); ``full``: a full copy."""
+    rows = [r for r in events if sub.of(r.article) is not None]
     out = Plan()
     per_stmt: dict[int, tuple[int, int]] = {}
-    if any(r["op"] == "SQL" for r in rows):
+    if any(r.op == "SQL" for r in rows):
         for r in (
             routed.where(F.col("statement").isNotNull() & F.col("op").isin("I", "U", "D"))
             .groupBy("statement")
@@ -89,33 +88,33 @@ def plan_barriers(routed: DataFrame, events: Sequence[Any], sub: Subscription, f
             per_stmt[int(r["statement"])] = (int(r["n"]), int(r["m"] or 0))
     delivered: set[int] = set()
     sent_instead: dict[int, str] = {}
-    procs = [int(r["lsn"]) for r in rows if r["op"] == "PROC"]
+    procs = [r.lsn for r in rows if r.op == "PROC"]
     if procs:
         delivered = {int(r["lsn"]) for r in routed.where(F.col("op") == "PROC").select("lsn").collect()}
         for r in (
             routed.where(F.col("statement").isin(procs)).select("statement", "source_op", "op").collect()
         ):
             sent_instead[int(r["statement"])] = f"{r['source_op']}>{r['op']}"
-    for r in rows:
-        lsn = int(r["lsn"])
-        if r["op"] == "DDL":
-            out.barriers.append(r)
-        elif r["op"] == "PROC":
-            proc = AppliedProcedure.parse(json.loads(r["after"]), f"lsn {lsn}")
+    for e in rows:
+        lsn = e.lsn
+        if isinstance(e.payload, SchemaChange):
+            out.barriers.append(e)
+        elif isinstance(e.payload, AppliedProcedure):
+            proc = e.payload
             sent = "procedure" if lsn in delivered else sent_instead.get(lsn, "nothing")
             out.procedures.append(
-                {"lsn": lsn, "article": r["article"], "procedure": proc.procedure, "sent_as": sent}
+                {"lsn": lsn, "article": e.article, "procedure": proc.procedure, "sent_as": sent}
             )
             if lsn in delivered:
-                out.barriers.append(r)
+                out.barriers.append(e)
         else:
-            stmt = SqlStatement.parse(json.loads(r["after"]), f"lsn {lsn}")
+            stmt = e.payload
             n, migrated = per_stmt.get(lsn, (0, 0))
-            dec = decide(stmt, sub.sqldml_threshold, full_copy, n, migrated)
+            dec = decide(stmt, sub.sqldml_threshold, full, n, migrated)
             out.statements.append(
                 {
-                    "lsn": r["lsn"],
-                    "article": r["article"],
+                    "lsn": lsn,
+                    "article": e.article,
                     "operator": stmt.operator,
                     "category": stmt.category,
                     "rs_rowcount": stmt.rowcount,
@@ -127,7 +126,7 @@ def plan_barriers(routed: DataFrame, events: Sequence[Any], sub: Subscription, f
                 }
             )
             if dec.send == STATEMENT:
-                out.barriers.append(r)
+                out.barriers.append(e)
     return out
 
 
@@ -325,7 +324,7 @@ def _applied_barriers(endpoint: Endpoint, name: str, plan: Plan) -> dict[int, in
         conn.close()
     out = {}
     for i, (lsn, outcome) in sorted(held.items()):
-        want = int(plan.barriers[i]["lsn"]) if i < len(plan.barriers) else None
+        want = plan.barriers[i].lsn if i < len(plan.barriers) else None
         if want != lsn:
             raise ApplierError(
                 f"--resume: {endpoint.description} records barrier {i} of {name!r} at lsn {lsn}, the "
@@ -364,7 +363,7 @@ def apply_segments(
         else routed
     )
     for i, b in enumerate([*plan.barriers, None]):
-        hi = None if b is None else int(b["lsn"])
+        hi = None if b is None else b.lsn
         seg = rows
         if lo is not None:
             seg = seg.where(F.col("lsn") > lo)
@@ -389,7 +388,7 @@ def apply_segments(
                 )
                 k += 1
         if b is not None and not out.fatal:
-            mark = BarrierMark(st.name, i, int(b["lsn"]))
+            mark = BarrierMark(st.name, i, b.lsn)
             _barrier(b, mark, done.get(i), sub, st, schemas, versions, articles, plan, committed, out, say)
         lo = hi
     if committed:
@@ -417,7 +416,7 @@ def _conformed(events: DataFrame) -> DataFrame:
 
 
 def _barrier(
-    b: Any,
+    b: StreamEvent,
     mark: BarrierMark,
     held: int | None,
     sub: Subscription,
@@ -435,8 +434,8 @@ def _barrier(
     endpoint = st.job.endpoint
     lsn = mark.lsn
     again = "" if held is None else " (applied before the resume: skipped)"
-    if b["op"] == "DDL":
-        name, v = b["article"], int(b["schema_version"])
+    if isinstance(b.payload, SchemaChange):
+        name, v = b.article, b.schema_version
         old = next(a for a in sub_articles(schemas, sub, versions) if a.name == name)
         versions[name] = v
         new = next(a for a in sub_articles(schemas, sub, versions) if a.name == name)
@@ -446,25 +445,25 @@ def _barrier(
             apply_schema_change(endpoint, stmts, mark)
         out.schema_changes.append(
             {
-                "lsn": b["lsn"],
+                "lsn": lsn,
                 "article": name,
                 "version": v,
-                "change": json.loads(b["after"]),
+                "change": b.payload.payload(),  # the canonical payload, as its JSON text held it
                 "applied": bool(stmts),
                 "columns": list(new.column_names) if sub.of(name) is not None else None,
             }
         )
-    elif b["op"] == "PROC":
-        proc = AppliedProcedure.parse(json.loads(b["after"]), f"lsn {lsn}")
+    elif isinstance(b.payload, AppliedProcedure):
+        proc = b.payload
         if held is None:
             call_procedure(endpoint, proc, mark)
         else:
             say(f"{sub.name}: applied procedure {proc.procedure} at lsn {lsn}{again}")
     else:
         entry = next(e for e in plan.statements if e["lsn"] == lsn)
-        stmt = SqlStatement.parse(json.loads(b["after"]), f"lsn {lsn}")
+        stmt = b.payload
         if held is None:
-            article = next(a for a in articles if a.name == b["article"])
+            article = next(a for a in articles if a.name == b.article)
             ok, n_sub, why = apply_statement(endpoint, article, stmt, mark)
         else:  # committed only where its row count equalled rs_rowcount
             ok = held == APPLIED_HERE

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -281,3 +282,46 @@ class AppliedProcedure:
 
     def payload(self) -> dict[str, Any]:
         return {"procedure": self.procedure, "params": list(self.params), "rowcount": self.rowcount}
+
+
+# -- the stream's events, decoded once ---------------------------------------------------
+Payload = SchemaChange | SqlStatement | AppliedProcedure
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One DDL, SQL or PROC event of a validated stream (its row collected to the driver), its
+    payload decoded once: the planning of barriers and their apply read ``payload``, never the
+    JSON text again."""
+
+    lsn: int
+    xact_seqno: int
+    article: str
+    op: str
+    schema_version: int
+    payload: Payload
+
+
+def stream_events(rows: Iterable[Any], schemas: Schemas | None = None) -> tuple[StreamEvent, ...]:
+    """The validated EVENT_OPS rows (``lsn``, ``article``, ``op``, ``schema_version``, ``after``:
+    the canonical payload JSON) -> :class:`StreamEvent`, each payload decoded once. A schema
+    change is the one ``schemas`` already holds for its (article, lsn), not decoded again."""
+    known = {(c.article, c.lsn): c for c in (schemas.changes if schemas is not None else ())}
+    out: list[StreamEvent] = []
+    for r in rows:
+        lsn, name, op, version = int(r["lsn"]), str(r["article"]), str(r["op"]), int(r["schema_version"])
+        where = f"lsn {lsn}"
+        payload: Payload
+        if op == "DDL":
+            held = known.get((name, lsn))
+            payload = held if held is not None else SchemaChange.parse(name, lsn, version, _decode(r), where)
+        elif op == "PROC":
+            payload = AppliedProcedure.parse(_decode(r), where)
+        else:
+            payload = SqlStatement.parse(_decode(r), where)
+        out.append(StreamEvent(lsn, int(r["xact_seqno"]), name, op, version, payload))
+    return tuple(out)
+
+
+def _decode(row: Any) -> Any:
+    return json.loads(row["after"])

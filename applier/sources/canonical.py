@@ -85,8 +85,10 @@ def _image(
     return out
 
 
-def _event_record(rec: Mapping[str, Any], op: str, name: str, lsn: int, where: str) -> tuple[str, str]:
-    """A DDL or SQL event -> (payload JSON, article) after validating the payload."""
+def _event(
+    rec: Mapping[str, Any], op: str, name: str, lsn: int, where: str
+) -> SchemaChange | AppliedProcedure | SqlStatement:
+    """A DDL, SQL or PROC event's payload, decoded (where it is JSON text) and validated."""
     raw = rec.get({"DDL": "ddl", "SQL": "sqldml", "PROC": "procedure"}[op])
     if raw is None:
         raw = rec.get("after")
@@ -99,12 +101,43 @@ def _event_record(rec: Mapping[str, Any], op: str, name: str, lsn: int, where: s
         version = rec.get("schema_version")
         if isinstance(version, bool) or not isinstance(version, int) or version < 2:
             raise InputError(f"{where}: a DDL event needs the new schema_version (2 or more)")
-        payload = SchemaChange.parse(name, lsn, version, raw, where).payload()
-    elif op == "PROC":
-        payload = AppliedProcedure.parse(raw, where).payload()
-    else:
-        payload = SqlStatement.parse(raw, where).payload()
-    return json.dumps(payload, sort_keys=True, separators=(",", ":")), name
+        return SchemaChange.parse(name, lsn, version, raw, where)
+    if op == "PROC":
+        return AppliedProcedure.parse(raw, where)
+    return SqlStatement.parse(raw, where)
+
+
+def _head(
+    rec: Any, articles: Mapping[str, Article], place: str
+) -> tuple[int, int, int, int, str, Article, Any]:
+    """A record's positions, its article and its op (not checked yet), or InputError."""
+    if not isinstance(rec, Mapping):
+        raise InputError(f"{place}: expected a JSON object, got {type(rec).__name__}")
+
+    lsn = position(rec, "lsn", place)
+    where = f"{place}: lsn {lsn}"
+    xact = position(rec, "xact_seqno", place)
+    cmd = position(rec, "command_id", place)
+    version = position(rec, "schema_version", place, 1)
+    name = rec.get("article")
+    if not isinstance(name, str):
+        got = "missing" if name is None else f"must be a string, got {_shown(name)}"
+        raise InputError(f"{where}: field 'article' {got}")
+    article = articles.get(name)
+    if article is None:
+        raise InputError(f"{where}: unknown article {_shown(name)} (known: {', '.join(sorted(articles))})")
+    return lsn, xact, cmd, version, name, article, rec.get("op")
+
+
+def validate_schema_change(rec: Any, articles: Mapping[str, Article], place: str) -> SchemaChange:
+    """A DDL record -> its validated :class:`SchemaChange` (the checks and errors of
+    :func:`validate_record`), its payload decoded once and not dumped to JSON text."""
+    lsn, _, _, _, name, _, op = _head(rec, articles, place)
+    if op != "DDL":
+        raise InputError(f"{place}: lsn {lsn}: expected a DDL event, got op {_shown(op)}")
+    change = _event(rec, op, name, lsn, f"{place}: lsn {lsn}")
+    assert isinstance(change, SchemaChange)
+    return change
 
 
 def validate_record(
@@ -125,24 +158,12 @@ def validate_record(
     NULL: absent, and not changed); the capture's reader fills them in afterwards
     (:mod:`applier.sources.formats.unchanged`).
     """
-    if not isinstance(rec, Mapping):
-        raise InputError(f"{place}: expected a JSON object, got {type(rec).__name__}")
-
-    lsn = position(rec, "lsn", place)
+    lsn, xact, cmd, version, name, article, op = _head(rec, articles, place)
     where = f"{place}: lsn {lsn}"
-    xact = position(rec, "xact_seqno", place)
-    cmd = position(rec, "command_id", place)
-    version = position(rec, "schema_version", place, 1)
-    name = rec.get("article")
-    if not isinstance(name, str):
-        got = "missing" if name is None else f"must be a string, got {_shown(name)}"
-        raise InputError(f"{where}: field 'article' {got}")
-    article = articles.get(name)
-    if article is None:
-        raise InputError(f"{where}: unknown article {_shown(name)} (known: {', '.join(sorted(articles))})")
-    op = rec.get("op")
     if op in EVENT_OPS:
-        payload, _ = _event_record(rec, op, name, lsn, where)
+        payload = json.dumps(
+            _event(rec, op, name, lsn, where).payload(), sort_keys=True, separators=(",", ":")
+        )
         return (lsn, xact, cmd, name, op, version, None, payload, [], None, None)
     if op not in ROW_OPS:
         raise InputError(f"{where}: op must be I, U, D, DDL, SQL or PROC, got {_shown(op)}")

@@ -20,9 +20,9 @@ from pyspark.sql import functions as F
 
 from applier.articles import Article
 from applier.errors import InputError
-from applier.records.events import SchemaChange, Schemas
+from applier.records.events import Schemas
 from applier.records.schema import CHANGE_SCHEMA, SNAPSHOT_SCHEMA
-from applier.sources.canonical import validate_record, validate_snapshot_row
+from applier.sources.canonical import validate_record, validate_schema_change, validate_snapshot_row
 
 PLACE = "_place"  # file:line of a validated row, dropped once the checks across rows are done
 KEPT = 1000  # bad records' errors kept at most (--errors all prints them; the message names the first)
@@ -401,13 +401,7 @@ def schemas_from(articles: Mapping[str, Article], raw: Sequence[tuple[str, Any]]
     """The schema versions of the DDL records (place, record) of a stream; None for none."""
     if not raw:
         return None
-    changes: list[SchemaChange] = []
-    for place, rec in raw:
-        row = validate_record(rec, articles, place)
-        changes.append(
-            SchemaChange.parse(row[3], row[0], row[5], json.loads(row[7]), f"{place}: lsn {row[0]}")
-        )
-    return Schemas.build(articles, changes)
+    return Schemas.build(articles, [validate_schema_change(rec, articles, place) for place, rec in raw])
 
 
 def _ddl_records(lines: Iterable[tuple[str, str]]) -> list[tuple[str, Any]]:
