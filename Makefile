@@ -27,7 +27,7 @@ test-tsql: setup ## the T-SQL path on a real T-SQL engine: the embedded Babelfis
 test-faults: setup ## kill -9 at seeded moments and resume (runs, snapshot ranges, barrier events), connection kills, signals (~15 min)
 	$(BIN)/pytest -m faults
 
-test-faults-large: setup ## kill -9 at size: runs of 50,000 commands killed at 10 seeded moments and resumed, a 1,000,000-row snapshot load killed at 80 % (prints the figures; ~10 min)
+test-faults-large: setup ## kill -9 at size: runs of 50,000 commands killed at 10 seeded moments and resumed, a 1,000,000-row snapshot load killed at 80 % (prints the figures; ~6 min)
 	$(BIN)/pytest -m faults_large --durations=5
 
 test-e2e: setup ## longer end-to-end runs: plugin per target, hazards' blame, seeded schedules, bench, fuzz, matrix, every capture example, the publisher matrix (~17 min)
