@@ -24,7 +24,7 @@ test: setup ## run the tests (unit + integration on embedded PostgreSQL and loca
 test-tsql: setup ## the T-SQL path on a real T-SQL engine: the embedded Babelfish ($$APPLIER_BABELFISH or ../shared/babelfish)
 	$(BIN)/pytest -m tsql --durations=10
 
-test-faults: setup ## kill -9 at seeded moments and resume (runs, snapshot ranges, barrier events), connection kills, signals (~15 min)
+test-faults: setup ## kill -9 at seeded moments and resume (runs, snapshot ranges, barrier events), connection kills, signals (~11 min)
 	$(BIN)/pytest -m faults
 
 test-faults-large: setup ## kill -9 at size: runs of 50,000 commands killed at 10 seeded moments and resumed, a 1,000,000-row snapshot load killed at 80 % (prints the figures; ~6 min)
