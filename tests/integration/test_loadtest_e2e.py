@@ -38,8 +38,10 @@ def _cfg(name: str, transactions: int, load: LoadSettings | None = None):  # typ
 
 
 def test_half_the_capacity_holds_for_two_minutes_and_one_and_a_half_times_it_breaks(spark, target) -> None:
-    # the capacity: transactions per second as fast as it goes (rounds of 100)
-    _, fast = run(spark, _cfg("cap-fast", 6000), target)
+    # the capacity: transactions per second as fast as it goes (rounds of 100), over a run long
+    # enough that its first rounds (connections, workers warming) do not weigh: 6,000 transactions
+    # measured 2,806 tps where 20,000 measured 3,710, and the paced run then held "1.5 x capacity"
+    _, fast = run(spark, _cfg("cap-fast", 20000), target)
     capacity = fast["transactions"] / fast["apply_seconds"]
     assert capacity > 50, fast["apply_seconds"]
 
