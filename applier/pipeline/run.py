@@ -62,15 +62,6 @@ Say = Callable[[str], None]
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 FATAL = "the single connection hit an error the policy does not skip"
 
-
-def _stopped_why(summary: ApplySummary) -> str:
-    """Why a run stopped early: transient errors past the retries, or the error (and its
-    command) that failed the single connection."""
-    if summary.stopped is not None:
-        return STOPPED.format(summary.stopped)
-    return f"{FATAL}: {summary.failure}" if summary.failure else FATAL
-
-
 # A run says why its rounds reset (one Spark job) when more than this share of them did.
 EXPLAINED_SHARE = 0.5
 # ... and at least this many of them: the explanation is a Spark job of four shuffles (~1 s of
@@ -79,6 +70,15 @@ EXPLAINED_SHARE = 0.5
 EXPLAINED_RESETS = 3
 KEYS_NO = "the stream changes the schema or carries statements or procedures: rows no key names change"
 STOPPED = "the run stopped: transient errors on the single connection outlasted the retry policy ({})"
+
+
+def _stopped_why(summary: ApplySummary) -> str:
+    """Why a run stopped early: transient errors past the retries, or the error (and its
+    command) that failed the single connection."""
+    if summary.stopped is not None:
+        return STOPPED.format(summary.stopped)
+    return f"{FATAL}: {summary.failure}" if summary.failure else FATAL
+
 
 log = logging.getLogger("applier.pipeline")
 
@@ -194,16 +194,12 @@ def run(
                 # Schema changes, statements and procedures: few, collected once (row commands
                 # never are). A generated stream has none.
                 # Their payloads are decoded here, once for every subscription.
-                events = list(
-                    stream_events(
-                        []
-                        if not reading
-                        else cs.events
-                        if cs.events is not None
-                        else cs.changes.where(F.col("op").isin(*EVENT_OPS)).orderBy("lsn").collect(),
-                        cs.schemas,
-                    )
-                )
+                rows: Any = []
+                if reading:
+                    rows = cs.events
+                    if rows is None:
+                        rows = cs.changes.where(F.col("op").isin(*EVENT_OPS)).orderBy("lsn").collect()
+                events = list(stream_events(rows, cs.schemas))
             read_seconds = time.perf_counter() - t
             for s in subs:
                 if s.name in held:

@@ -114,12 +114,17 @@ def file_digest(path: str | Path) -> str:
     root = Path(path)
     h = hashlib.sha256()
     for f in _digested(root):
-        h.update(_named(root, f))
-        with f.open("rb") as fh:
-            while chunk := fh.read(_CHUNK):
-                h.update(chunk)
-        h.update(b"\0")
+        _feed(h, root, f)
     return h.hexdigest()
+
+
+def _feed(h: Any, root: Path, f: Path) -> None:
+    """``f``'s name (relative to ``root``), bytes and a separator into the digest ``h``."""
+    with f.open("rb") as fh:
+        h.update(_named(root, f))
+        while chunk := fh.read(_CHUNK):
+            h.update(chunk)
+        h.update(b"\0")
 
 
 def input_files(
@@ -176,11 +181,7 @@ def input_files(
 def _digest_into(h: Any, root: Path, f: Path) -> bool:
     """``f``'s name and bytes into the digest; False where it cannot be read."""
     try:
-        with f.open("rb") as fh:
-            h.update(_named(root, f))
-            while chunk := fh.read(_CHUNK):
-                h.update(chunk)
-            h.update(b"\0")
+        _feed(h, root, f)
         return True
     except OSError:
         return False
