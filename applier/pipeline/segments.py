@@ -44,7 +44,7 @@ from applier.config import Subscription
 from applier.distribute.routing import sub_articles
 from applier.distribute.statements import STATEMENT, decide
 from applier.errors import ApplierError
-from applier.partition.layout import lay_out
+from applier.partition.layout import lay_out, with_values
 from applier.partition.strategies import Timed, cut
 from applier.pipeline import cost
 from applier.plan.columns import row_bytes_bound
@@ -282,13 +282,16 @@ def _plan(
         return None
     # The agent's procedure calls are planned from typed value columns (plan.columns).
     values = st.model == "agent" and not st.job.set_apply
-    laid_out = lay_out(parted, n, articles, values)
-    planned = laid_out.persist(cache_level(st.size_hint))
+    feeding = st.job.schedule is None and feeds_from_files(spark, st.size_hint)
+    # Fed from files, the tasks read the typed columns there: the cache (which verify and the
+    # explanation read) keeps the laid-out rows alone, and the columns are made as they are written.
+    planned = lay_out(parted, n, articles, values and not feeding).persist(cache_level(st.size_hint))
     feed: str | None = None
-    if st.job.schedule is None and feeds_from_files(spark, st.size_hint):
+    if feeding:
         # The cache is built while each stream's rows are written for its task (streams.py).
         feed = str(feed_folder(work_dir, st.name, k))
-        fed_rows = sum(write_feed(spark, planned, feed, row_bytes_bound(articles)))
+        rows = with_values(planned, articles) if values else planned
+        fed_rows = sum(write_feed(spark, rows, feed, row_bytes_bound(articles)))
     if known is not None:
         commands, transactions = (fed_rows if feed else planned.count()), known.transactions
         if commands != known.commands:  # the oracle reads `planned` then: nothing may be lost
