@@ -195,30 +195,9 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                 ahead = take(r + 1)
             if failure is not None:
                 tell("conflict", r, cls=failure.cls)
-                ev.add(
-                    "conflict",
-                    lsn=failure.lsn,
-                    stream=s,
-                    round_=r,
-                    cls=failure.cls,
-                    code=failure.code,
-                    message=failure.message,
-                    constraint=failure.constraint,
-                    located=failure.located,
-                )
+                ev.refused(failure.lsn, s, r, failure)
             for row, f in skipped:
-                ev.add(
-                    "conflict",
-                    lsn=row["lsn"],
-                    stream=s,
-                    round_=r,
-                    cls=f.cls,
-                    code=f.code,
-                    message=f.message,
-                    outcome="skipped",
-                    constraint=f.constraint,
-                    located=f.located,
-                )
+                ev.refused(row["lsn"], s, r, f, "skipped")
             failpoints.reach("apply.share")
             t_wait = time.perf_counter()
             gathered = rdv.all_gather(json.dumps(failure.to_json() if failure else None))
@@ -287,17 +266,9 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
                 t_exec=t_exec,
                 t_commit=time.time(),
             )
-            mine = failure.lsn if failure is not None else None
             for row in share:
-                if row["lsn"] == mine and failure is not None:
-                    ev.command(
-                        row,
-                        "conflict",
-                        cls=failure.cls,
-                        code=failure.code,
-                        message=failure.message,
-                        t_exec=t_exec,
-                    )
+                if failure is not None and row["lsn"] == failure.lsn:
+                    ev.conflict(row, failure, t_exec)
                 else:
                     ev.command(row, "rolled_back")
             shares = rdv.all_gather(json.dumps(slim(share)))
@@ -341,14 +312,9 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
             yield from ev.drain()
         tell("done", job.rounds)
         rdv.close()
-        with contextlib.suppress(Exception):  # already gone
-            sender.conn.close()
-        ev.add(
-            "stream",
-            stream=s,
-            n=n_cmds,
-            seconds=time.perf_counter() - t_start,
-            message=sender.figures(barrier_wait_seconds=round(wait_s, 4)),
+        sender.close()
+        ev.finished(
+            s, n_cmds, time.perf_counter() - t_start, sender.figures(barrier_wait_seconds=round(wait_s, 4))
         )
         ev.steps(s, sender.steps)
         yield from ev.drain()

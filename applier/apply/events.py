@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    from applier.apply.failure import Failure
 
 EVENT_SCHEMA = (
     "kind string, lsn long, xact_seqno long, stream int, round int, outcome string, "
@@ -107,6 +110,34 @@ class Events:
             strict=True,
         ):
             col.append(v)
+
+    def refused(
+        self, lsn: int | None, stream: int, round_: int, failure: Failure, outcome: str | None = None
+    ) -> None:
+        """The conflict event of the command at ``lsn``: what the target said (``outcome``
+        ``skipped``: the skip policy let it pass)."""
+        self.add(
+            "conflict",
+            lsn=lsn,
+            stream=stream,
+            round_=round_,
+            cls=failure.cls,
+            code=failure.code,
+            message=failure.message,
+            outcome=outcome,
+            constraint=failure.constraint,
+            located=failure.located,
+        )
+
+    def finished(self, stream: int, n: int, seconds: float, figures: str) -> None:
+        """Stream ``stream``'s summary: its commands, its seconds and its connection's figures."""
+        self.add("stream", stream=stream, n=n, seconds=seconds, message=figures)
+
+    def conflict(self, row: dict[str, Any], failure: Failure, t_exec: float | None) -> None:
+        """The command of ``row``, the one ``failure`` names: the target refused it."""
+        self.command(
+            row, "conflict", cls=failure.cls, code=failure.code, message=failure.message, t_exec=t_exec
+        )
 
     def command(
         self,

@@ -151,44 +151,16 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
                 failpoints.reach("apply.commit")
                 ev.committed(txn, skipped, "applied", t_exec, time.time())
                 for row, f in skipped:
-                    ev.add(
-                        "conflict",
-                        lsn=row["lsn"],
-                        stream=s,
-                        round_=row["round"],
-                        cls=f.cls,
-                        code=f.code,
-                        message=f.message,
-                        outcome="skipped",
-                        constraint=f.constraint,
-                        located=f.located,
-                    )
+                    ev.refused(row["lsn"], s, row["round"], f, "skipped")
             else:
                 with contextlib.suppress(Exception):  # a lost connection cannot roll back
                     sender.rollback()
                 if failure.connection_lost:  # a new connection; the transaction is deferred
                     sender.renew()
-                ev.add(
-                    "conflict",
-                    lsn=failure.lsn,
-                    stream=s,
-                    round_=txn[0]["round"],
-                    cls=failure.cls,
-                    code=failure.code,
-                    message=failure.message,
-                    constraint=failure.constraint,
-                    located=failure.located,
-                )
+                ev.refused(failure.lsn, s, txn[0]["round"], failure)
                 for row in txn:
                     if row["lsn"] == failure.lsn:
-                        ev.command(
-                            row,
-                            "conflict",
-                            cls=failure.cls,
-                            code=failure.code,
-                            message=failure.message,
-                            t_exec=t_exec,
-                        )
+                        ev.conflict(row, failure, t_exec)
                     ev.command(row, "deferred")
                 deferred.extend(txn)
             ev.steps(s, sender.steps)
@@ -199,15 +171,8 @@ def independent_task(job: StreamJob, rendezvous: Address) -> Task:
             if merged:
                 _apply_deferred(sender, merged, job, ev, skip)
         rdv.close()
-        with contextlib.suppress(Exception):
-            sender.conn.close()
-        ev.add(
-            "stream",
-            stream=s,
-            n=n_cmds,
-            seconds=time.perf_counter() - t_start,
-            message=sender.figures(deferred=len(deferred)),
-        )
+        sender.close()
+        ev.finished(s, n_cmds, time.perf_counter() - t_start, sender.figures(deferred=len(deferred)))
         ev.steps(s, sender.steps)
         yield from ev.drain()
 

@@ -110,6 +110,11 @@ class Sender(Blame, Stepping):
         finally:
             self._done(seq, kind, [], result, t0)
 
+    def close(self) -> None:
+        """Close the connection (one already lost is gone: nothing to do)."""
+        with contextlib.suppress(Exception):
+            self.conn.close()
+
     def renew(self) -> None:
         """Replace a lost connection with a new one (the server rolled back its open work). A
         replacement lost before it is ready is replaced again (tenacity, ``RENEW``); a server
