@@ -24,17 +24,11 @@ from applier.config import Config, Subscription
 from applier.distribute.routing import filter_rows, route, sub_articles
 from applier.errors import ApplierError, stop_of
 from applier.pipeline import cost
+from applier.pipeline.barriers import Plan, forget_segments, plan_barriers
 from applier.pipeline.identity import RunIdentity, run_identity
 from applier.pipeline.prepare import prepare, record, resumed
 from applier.pipeline.schedule import conflict_rows, schedule_rows
-from applier.pipeline.segments import (
-    Applied,
-    Plan,
-    Settings,
-    apply_segments,
-    forget_segments,
-    plan_barriers,
-)
+from applier.pipeline.segments import Applied, Settings, apply_segments
 from applier.pipeline.streamjob import commands_of, explained, size_hint, stream_job, timed, union
 from applier.records.events import Schemas, StreamEvent, stream_events
 from applier.records.schema import EVENT_OPS

@@ -24,7 +24,7 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from applier.apply import Streamed, apply_model
-from applier.apply.barriers import apply_schema_change, apply_statement, call_procedure, schema_change_sql
 from applier.apply.digest import EventDigest, digest_events
 from applier.apply.events import EVENT_SCHEMA
 from applier.apply.job import StreamJob
@@ -42,92 +41,20 @@ from applier.apply.streams import clear_feeds, feed_folder, feeds_from_files, wr
 from applier.articles import Article
 from applier.config import Subscription
 from applier.distribute.routing import sub_articles
-from applier.distribute.statements import STATEMENT, decide
 from applier.errors import ApplierError
 from applier.partition.layout import lay_out, with_values
 from applier.partition.strategies import Timed, cut
 from applier.pipeline import cost
+from applier.pipeline.barriers import Plan, Say, applied_barriers, apply_barrier
 from applier.plan.columns import row_bytes_bound
-from applier.records.events import AppliedProcedure, SchemaChange, Schemas, StreamEvent
+from applier.records.events import Schemas
 from applier.sources.dataset import StreamStats
 from applier.sparkenv import cache_level, without_aqe
 from applier.targets.endpoint import Endpoint
-from applier.targets.progress import APPLIED_HERE, BarrierMark, ProgressTable, segment_name
+from applier.targets.progress import BarrierMark, ProgressTable, segment_name
 
 log = logging.getLogger("applier.pipeline")
-Say = Callable[[str], None]
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
-
-
-@dataclass
-class Plan:
-    """Which events of the stream are barriers for this subscription, and what was decided."""
-
-    barriers: list[StreamEvent] = field(default_factory=list)
-    statements: list[dict[str, Any]] = field(default_factory=list)
-    procedures: list[dict[str, Any]] = field(default_factory=list)
-
-
-def plan_barriers(routed: DataFrame, events: Sequence[StreamEvent], sub: Subscription, full: bool) -> Plan:
-    """The barriers among the stream's DDL, SQL and PROC events (in lsn order) for ``sub``:
-    every schema change; each statement the subscription takes as a statement (seed 004);
-    each applied procedure it receives as the procedure (seed 000); ``full``: a full copy."""
-    rows = [r for r in events if sub.of(r.article) is not None]
-    out = Plan()
-    per_stmt: dict[int, tuple[int, int]] = {}
-    if any(r.op == "SQL" for r in rows):
-        for r in (
-            routed.where(F.col("statement").isNotNull() & F.col("op").isin("I", "U", "D"))
-            .groupBy("statement")
-            .agg(
-                F.count("*").alias("n"),
-                F.sum(F.when(F.col("op") != F.col("source_op"), 1).otherwise(0)).alias("m"),
-            )
-            .collect()
-        ):
-            per_stmt[int(r["statement"])] = (int(r["n"]), int(r["m"] or 0))
-    delivered: set[int] = set()
-    sent_instead: dict[int, str] = {}
-    procs = [r.lsn for r in rows if r.op == "PROC"]
-    if procs:
-        delivered = {int(r["lsn"]) for r in routed.where(F.col("op") == "PROC").select("lsn").collect()}
-        for r in (
-            routed.where(F.col("statement").isin(procs)).select("statement", "source_op", "op").collect()
-        ):
-            sent_instead[int(r["statement"])] = f"{r['source_op']}>{r['op']}"
-    for e in rows:
-        lsn = e.lsn
-        if isinstance(e.payload, SchemaChange):
-            out.barriers.append(e)
-        elif isinstance(e.payload, AppliedProcedure):
-            proc = e.payload
-            sent = "procedure" if lsn in delivered else sent_instead.get(lsn, "nothing")
-            out.procedures.append(
-                {"lsn": lsn, "article": e.article, "procedure": proc.procedure, "sent_as": sent}
-            )
-            if lsn in delivered:
-                out.barriers.append(e)
-        else:
-            stmt = e.payload
-            n, migrated = per_stmt.get(lsn, (0, 0))
-            dec = decide(stmt, sub.sqldml_threshold, full, n, migrated)
-            out.statements.append(
-                {
-                    "lsn": lsn,
-                    "article": e.article,
-                    "operator": stmt.operator,
-                    "category": stmt.category,
-                    "rs_rowcount": stmt.rowcount,
-                    "rows_routed": n,
-                    "sent_as": dec.send,
-                    "reason": dec.reason,
-                    "subscriber_rowcount": None,
-                    "fallback": False,
-                }
-            )
-            if dec.send == STATEMENT:
-                out.barriers.append(e)
-    return out
 
 
 @dataclass(frozen=True)
@@ -304,39 +231,6 @@ def _plan(
     return planned, n_rounds, feed, commands, schedule
 
 
-def forget_segments(endpoint: Endpoint, name: str, plan: Plan) -> None:
-    """A new apply of subscription ``name`` (not a resumed one): forget the progress rows of later
-    segments and of barriers that an earlier run of the subscription left. Called before the
-    phase ``applying`` is recorded: a resume from that phase trusts the rows it finds."""
-    conn = endpoint.connect()
-    try:
-        ProgressTable(endpoint.dialect).forget_segments(conn.cursor(), name, len(plan.barriers) + 1)
-        conn.commit()
-    finally:
-        conn.close()
-
-
-def _applied_barriers(endpoint: Endpoint, name: str, plan: Plan) -> dict[int, int]:
-    """The barriers an earlier run applied (their place -> outcome), each checked to be the same
-    event (its lsn)."""
-    conn = endpoint.connect()
-    try:
-        held = ProgressTable(endpoint.dialect).read_barriers(conn.cursor(), name)
-        conn.commit()
-    finally:
-        conn.close()
-    out = {}
-    for i, (lsn, outcome) in sorted(held.items()):
-        want = plan.barriers[i].lsn if i < len(plan.barriers) else None
-        if want != lsn:
-            raise ApplierError(
-                f"--resume: {endpoint.description} records barrier {i} of {name!r} at lsn {lsn}, the "
-                f"stream has {'none' if want is None else f'lsn {want}'} there"
-            )
-        out[i] = outcome
-    return out
-
-
 def apply_segments(
     spark: SparkSession,
     routed: DataFrame,
@@ -355,7 +249,7 @@ def apply_segments(
     out = Applied()
     for folder in clear_feeds(work_dir, st.name):
         log.info("removed %s: the rows a killed run had laid out for its streams", folder)
-    done = _applied_barriers(st.job.endpoint, st.name, plan) if st.resume and plan.barriers else {}
+    done = applied_barriers(st.job.endpoint, st.name, plan) if st.resume and plan.barriers else {}
     versions: dict[str, int] = {n: 1 for n in schemas.versions}
     committed: list[int] = []
     lo: int | None = None
@@ -392,7 +286,20 @@ def apply_segments(
                 k += 1
         if b is not None and not out.fatal:
             mark = BarrierMark(st.name, i, b.lsn)
-            _barrier(b, mark, done.get(i), sub, st, schemas, versions, articles, plan, committed, out, say)
+            apply_barrier(
+                b,
+                mark,
+                done.get(i),
+                sub,
+                st.job.endpoint,
+                schemas,
+                versions,
+                articles,
+                plan,
+                committed,
+                out.schema_changes,
+                say,
+            )
         lo = hi
     if committed:
         stated = routed.where(F.col("statement").isin(committed) & F.col("op").isin("I", "U", "D")).select(
@@ -416,66 +323,3 @@ def _conformed(events: DataFrame) -> DataFrame:
     return events.selectExpr(
         *[name if name in events.columns else f"CAST(NULL AS {kind}) AS {name}" for name, kind in cols]
     )
-
-
-def _barrier(
-    b: StreamEvent,
-    mark: BarrierMark,
-    held: int | None,
-    sub: Subscription,
-    st: Settings,
-    schemas: Schemas,
-    versions: dict[str, int],
-    articles: tuple[Article, ...],
-    plan: Plan,
-    committed: list[int],
-    out: Applied,
-    say: Say,
-) -> None:
-    """Apply one barrier with its watermark ``mark``; ``held``: the outcome an earlier run
-    recorded for it (None: not applied yet), which is kept, not applied again."""
-    endpoint = st.job.endpoint
-    lsn = mark.lsn
-    again = "" if held is None else " (applied before the resume: skipped)"
-    if isinstance(b.payload, SchemaChange):
-        name, v = b.article, b.schema_version
-        old = next(a for a in sub_articles(schemas, sub, versions) if a.name == name)
-        versions[name] = v
-        new = next(a for a in sub_articles(schemas, sub, versions) if a.name == name)
-        stmts = schema_change_sql(endpoint, old, new)
-        say(f"{sub.name}: schema change of {name} to version {v} ({len(stmts)} statements){again}")
-        if held is None:
-            apply_schema_change(endpoint, stmts, mark)
-        out.schema_changes.append(
-            {
-                "lsn": lsn,
-                "article": name,
-                "version": v,
-                "change": b.payload.payload(),  # the canonical payload, as its JSON text held it
-                "applied": bool(stmts),
-                "columns": list(new.column_names) if sub.of(name) is not None else None,
-            }
-        )
-    elif isinstance(b.payload, AppliedProcedure):
-        proc = b.payload
-        if held is None:
-            call_procedure(endpoint, proc, mark)
-        else:
-            say(f"{sub.name}: applied procedure {proc.procedure} at lsn {lsn}{again}")
-    else:
-        entry = next(e for e in plan.statements if e["lsn"] == lsn)
-        stmt = b.payload
-        if held is None:
-            article = next(a for a in articles if a.name == b.article)
-            ok, n_sub, why = apply_statement(endpoint, article, stmt, mark)
-        else:  # committed only where its row count equalled rs_rowcount
-            ok = held == APPLIED_HERE
-            n_sub = stmt.rowcount if ok else None
-            why = "rolled back before the resume: its rows are applied instead"
-            say(f"{sub.name}: rs_sqldml at lsn {lsn}: sent as {'a statement' if ok else 'rows'}{again}")
-        entry["subscriber_rowcount"] = n_sub
-        if ok:
-            committed.append(lsn)
-        else:
-            entry.update(sent_as="rows", fallback=True, reason=why)
-            log.warning("rs_sqldml at lsn %d fell back to its rows on %s: %s", lsn, sub.name, why)
