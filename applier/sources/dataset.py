@@ -22,7 +22,15 @@ from pyspark.sql import functions as F
 from applier.config import Config
 from applier.errors import InputError
 from applier.records.events import Schemas
-from applier.records.schema import ARROW_CHANGE, CHANGE_FIELDS, CHANGE_SCHEMA, EVENT_OPS, SNAPSHOT_SCHEMA
+from applier.records.schema import (
+    ARROW_CHANGE,
+    CHANGE_FIELDS,
+    CHANGE_SCHEMA,
+    EVENT_OPS,
+    SNAPSHOT_SCHEMA,
+    ChangeRow,
+    SnapshotRow,
+)
 from applier.sources import reading
 from applier.sources.files import InputFiles, Inputs, change_files, input_files
 from applier.sources.formats import Format, Options
@@ -192,7 +200,7 @@ def read_changes(
     assert path is not None
     found = scanned.changes or change_files(path)
     path = found.path
-    rows: list[tuple[Any, ...]] | None = None
+    rows: list[ChangeRow] | None = None
     if found.parquet:  # read once: what it holds (one job), then every row validated
         df = reading.parquet_changes(spark, path)
         seq, ddl = reading.parquet_probe(path, df)
@@ -239,23 +247,20 @@ def read_changes(
     )
 
 
-def _dense(rows: list[tuple[Any, ...]]) -> StreamStats | None:
-    """The stream's transactions and commands, of validated rows at hand (place,
-    CHANGE_FIELDS...): the plan then numbers its rounds without a job (consecutive transaction
-    numbers, or their list); None for no rows."""
-    xact = 1 + CHANGE_FIELDS.index("xact_seqno")
-    seen = sorted({r[xact] for r in rows})
+def _dense(rows: list[ChangeRow]) -> StreamStats | None:
+    """The stream's transactions and commands, of validated rows at hand: the plan then numbers
+    its rounds without a job (consecutive transaction numbers, or their list); None for no rows."""
+    seen = sorted({r.xact_seqno for r in rows})
     if not seen:
         return None
     dense = seen[-1] - seen[0] + 1 == len(seen)
     return StreamStats(seen[0], len(seen), len(rows), None if dense else tuple(seen))
 
 
-def _events(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
-    """The EVENT_OPS rows of validated rows (place, CHANGE_FIELDS...), as Rows in lsn order."""
-    op = CHANGE_FIELDS.index("op")
-    found = sorted((r[1:] for r in rows if r[1 + op] in EVENT_OPS), key=lambda r: r[0])
-    return tuple(Row(**dict(zip(CHANGE_FIELDS, r, strict=True))) for r in found)
+def _events(rows: list[ChangeRow]) -> tuple[Any, ...]:
+    """The EVENT_OPS rows of validated rows, as Rows in lsn order."""
+    found = sorted((r for r in rows if r.op in EVENT_OPS), key=lambda r: r.lsn)
+    return tuple(Row(**r._asdict()) for r in found)
 
 
 def _read_snapshot(
@@ -270,7 +275,7 @@ def _read_snapshot(
         return spark.createDataFrame([], SNAPSHOT_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK), (), 0
     snap_files = scanned or input_files(snapshot_path, "snapshot")
     sp = snap_files.path
-    gathered: list[tuple[Any, ...]] | None = [] if snap_files.small and not snap_files.parquet else None
+    gathered: list[SnapshotRow] | None = [] if snap_files.small and not snap_files.parquet else None
     if snap_files.parquet:
         snap_placed = reading.snapshot_parquet(spark, sp, articles)
     else:

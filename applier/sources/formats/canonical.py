@@ -19,7 +19,7 @@ from applier.errors import InputError
 from applier.records.schema import ROW_OPS
 from applier.sources.canonical import position
 from applier.sources.formats import Change, Format, Item
-from applier.sources.reading import position_ends
+from applier.sources.reading import Position, position_ends
 
 
 class CanonicalSeqFormat(Format):
@@ -65,11 +65,11 @@ class CanonicalSeqFormat(Format):
         """(lsn, seq) names one command, and (lsn, seq) order is command_id order in a
         transaction (the changes come in (lsn, seq) order): a canonical file's check of positions
         (:func:`applier.sources.reading.position_ends`), with (lsn, seq) for the lsn."""
-        rows = ((c.pos[:2], 0, c.pos[2], c) for c in changes)
-        for _, _, _, fault in position_ends(0, rows):
-            if fault is not None:
-                kind, (*_, a), (*_, b), _ = fault
-                if kind == "lsn":
+        rows = (Position(c.pos[:2], 0, c.pos[2], c) for c in changes)
+        for ends in position_ends(0, rows):
+            if ends.fault is not None:
+                a, b = ends.fault.before.place, ends.fault.after.place
+                if ends.fault.kind == "lsn":
                     raise InputError(
                         f"{b.place}: {b.source} appears 2 times ({a.place}); (lsn, seq) names one command"
                     )

@@ -20,14 +20,14 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from applier.errors import InputError
-from applier.records.schema import CHANGE_SCHEMA
+from applier.records.schema import CHANGE_SCHEMA, ChangeRow, Validated
 from applier.sources import reading
 from applier.sources.canonical import validate_record
 from applier.sources.formats import Begin, Change, Commit, Expect, Format
@@ -265,11 +265,27 @@ def _counts(idx: int, it: Iterable[tuple[Any, ...]]) -> Iterator[tuple[int, int,
 
 
 # -- 5. number and validate --------------------------------------------------------------------
+class CapturedRow(NamedTuple):
+    """A capture's validated command: its source position, the row, the columns its update
+    left out as unchanged, and its transaction's commit time (or None)."""
+
+    source: str
+    change: ChangeRow
+    unchanged: list[str]
+    committed: float | None
+
+
+def _captured_row(v: Validated[CapturedRow]) -> tuple[Any, ...]:
+    """A validated capture row as Spark takes it (:data:`CAPTURED_SCHEMA`)."""
+    r = v.good
+    return (v.place, r.source, *r.change, r.unchanged, r.committed)
+
+
 def _numbered(fmt: Format, firsts: Mapping[int, tuple[int, int]]):  # type: ignore[no-untyped-def]
     articles = fmt.articles
     encoded = fmt.encoded
 
-    def part(idx: int, it: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+    def part(idx: int, it: Iterable[tuple[Any, ...]]) -> Iterator[Validated[CapturedRow]]:
         xact, lsn = firsts[idx]
         for t in it:
             if t[0] != "tx":
@@ -291,15 +307,15 @@ def _numbered(fmt: Format, firsts: Mapping[int, tuple[int, int]]):  # type: igno
                 }
                 try:
                     row = validate_record(rec, articles, c.place, None, encoded, unchanged=c.unchanged)
-                    yield (None, c.place, c.source, *row, list(c.unchanged), at)
+                    yield Validated(None, c.place, CapturedRow(c.source, row, list(c.unchanged), at))
                 except InputError as e:
                     # named by the capture's position, not the number it was given here
                     msg, numbered = str(e), f"{c.place}: lsn {lsn}"
                     if msg.startswith(numbered):
                         msg = f"{c.place}: {c.source}" + msg[len(numbered) :]
-                    yield (msg,)
+                    yield Validated.refused(msg)
                 except Exception as e:  # noqa: BLE001
-                    yield (_unexpected(c.place, e),)
+                    yield Validated.refused(_unexpected(c.place, e))
 
     return part
 
@@ -345,8 +361,8 @@ def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str 
         # hold its snapshot; the report's input says 0 changes.
         rows = grouped.mapPartitionsWithIndex(_numbered(fmt, firsts)).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(rows)
-        raise_errors(rows.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(KEPT), what)
-        df = spark.createDataFrame(rows.map(lambda r: r[1:]), CAPTURED_SCHEMA)
+        raise_errors(rows.filter(lambda v: v.error is not None).map(lambda v: v.error).take(KEPT), what)
+        df = spark.createDataFrame(rows.map(_captured_row), CAPTURED_SCHEMA)
         return Captured(df, xact, lsn, dups, tuple(cached), unchanged)
     except BaseException:
         for c in cached:
