@@ -63,3 +63,26 @@ def test_positions_are_checked_by_name() -> None:
     twice = [Position(1, 1, 1, "f:1"), Position(1, 1, 2, "f:2"), Position(1, 1, 3, "f:4")]
     with pytest.raises(InputError, match=r"^f: lsn=1 appears 3 times \(f:1, f:2\)"):
         _position_faults(twice, "f")
+
+
+def test_every_format_is_a_reader_of_one_interface() -> None:
+    import inspect
+
+    from applier.sources.formats import FORMATS, CanonicalReader, Format, Reader, format_class, reader
+    from applier.sources.formats.canonical import CanonicalSeqFormat
+
+    assert list(FORMATS) == ["canonical", "debezium", "maxwell", "wal2json", "wal2json2", "mssql-cdc"]
+    assert ", ".join(FORMATS).startswith("canonical, debezium")  # the CLI's and the API's list
+    want = inspect.signature(Reader.read)
+    for name, r in FORMATS.items():
+        assert isinstance(r, Reader) and r.name == name
+        assert inspect.signature(type(r).read) == want, name  # the same read(...) for every one
+        cls = r.format_class()
+        assert issubclass(cls, Format) and cls.name == name and format_class(name) is cls
+        assert r.suffixes and all(s.startswith(".") for s in r.suffixes)
+    # canonical is one of them, its own reader (which numbers a file with sub-positions again)
+    assert isinstance(FORMATS["canonical"], CanonicalReader) and reader("canonical") is FORMATS["canonical"]
+    assert FORMATS["canonical"].format_class() is CanonicalSeqFormat
+    assert ".txt" not in FORMATS["canonical"].suffixes and ".txt" in FORMATS["wal2json"].suffixes
+    with pytest.raises(InputError, match=r"unknown change format 'csv' \(known: canonical, debezium"):
+        reader("csv")

@@ -1,6 +1,10 @@
-"""Canonical change files whose commands carry a sub-position (``seq``).
+"""applier's own change files (JSON Lines or Parquet), read as every format is
+(:data:`applier.sources.formats.FORMATS`): :func:`read_canonical`.
 
-Captured traffic has pairs that share one source position (Debezium's key change: a delete
+Every record is validated on the executors (:mod:`applier.sources.reading`), and the checks
+across records done: positions unique, lsn order is transaction order.
+
+Commands that carry a sub-position (``seq``): captured traffic has pairs that share one source position (Debezium's key change: a delete
 and a create at one lsn). In a canonical file they are written with the same ``lsn`` and
 ``seq`` 0, 1, ...: the position of a command is then (lsn, seq), unique in the file, and
 (xact_seqno, command_id) still names one command. Such a file is read through the capture
@@ -12,13 +16,21 @@ source position ("lsn 7 seq 1"), which the converted file (``applier convert``) 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import ClassVar
 
+from pyspark import StorageLevel
+from pyspark.sql import SparkSession
+
+from applier.articles import Article
 from applier.errors import InputError
-from applier.records.schema import ROW_OPS
+from applier.records.schema import ROW_OPS, ChangeRow
+from applier.sources import reading
 from applier.sources.canonical import position
-from applier.sources.formats import Change, Format, Item
+from applier.sources.files import InputFiles, change_files
+from applier.sources.formats import Change, Format, Item, Options, Read
+from applier.sources.formats.convert import read_capture
 from applier.sources.reading import Position, position_ends
 
 
@@ -81,4 +93,69 @@ class CanonicalSeqFormat(Format):
         return changes
 
 
-FORMATS: dict[str, type[Format]] = {"canonical": CanonicalSeqFormat}
+CLASSES: dict[str, type[Format]] = {"canonical": CanonicalSeqFormat}
+
+
+def read_canonical(
+    spark: SparkSession,
+    articles: Mapping[str, Article],
+    path: str | Path | None,
+    scanned: InputFiles | None = None,
+) -> Read:
+    """The canonical reader (:class:`applier.sources.formats.CanonicalReader`): a change file or
+    folder, JSON Lines or Parquet, every record validated and the checks across records done
+    before anything is applied; InputError naming the place otherwise. A file whose commands
+    carry sub-positions is numbered again by the capture pipeline (:class:`CanonicalSeqFormat`).
+    ``scanned``: the driver's scan of ``path`` (None: scanned here), which says what the files
+    hold: no Spark job reads them to find out."""
+    if path is None:
+        raise InputError("--format canonical: give --changes")
+    found = scanned or change_files(path)
+    path = found.path
+    at_hand: list[ChangeRow] | None = None
+    if found.parquet:  # read once: what it holds (one job), then every row validated
+        df = reading.parquet_changes(spark, path)
+        seq, ddl = reading.parquet_probe(path, df)
+        if seq:
+            return read_capture(spark, CanonicalSeqFormat(articles), path, Options(), found)
+        schemas = reading.schemas_from(articles, ddl)
+        placed, good = reading.validate_parquet(spark, path, articles, schemas, df)
+    else:
+        if _has_subpositions(spark, found):
+            return read_capture(spark, CanonicalSeqFormat(articles), path, Options(), found)
+        schemas = reading.schemas_of(spark, articles, found.events, found.ddl_lines)
+        at_hand = [] if found.small else None  # a small file's rows, its positions checked
+        placed = reading.validate_lines(
+            spark, found.files, articles, False, schemas, found.small, str(path), at_hand
+        )
+    placed = placed.persist(StorageLevel.MEMORY_AND_DISK)
+    if found.parquet and good == 0:
+        placed.unpersist()
+        raise InputError(f"{path}: no change records; nothing to apply")
+    try:
+        if at_hand is None:
+            reading.check_positions(placed, str(path))
+    except BaseException:
+        placed.unpersist()
+        raise
+    return Read(placed, str(path), str(path), "canonical", (placed,), schemas, at_hand)
+
+
+def _has_subpositions(spark: SparkSession, found: InputFiles) -> bool:
+    """Some command of a JSON Lines file carries a sub-position (a top-level ``seq``): the file
+    is numbered again (:class:`CanonicalSeqFormat`). The driver's scan knows, unless too many
+    lines mention "seq" to read there: then one job."""
+    if found.subpositions is not None:
+        return found.subpositions
+
+    def top_level(text: str) -> bool:
+        try:
+            rec = json.loads(text)
+        except json.JSONDecodeError:
+            return False  # reported with its line by the validation
+        return isinstance(rec, dict) and rec.get("seq") is not None
+
+    sc = spark.sparkContext
+    rdds = [sc.textFile(str(f)).filter(lambda t: '"seq"' in t) for f in found.files]
+    rdd = sc.union(rdds) if len(rdds) > 1 else rdds[0]
+    return not rdd.filter(top_level).isEmpty()

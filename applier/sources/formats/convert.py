@@ -30,7 +30,8 @@ from applier.errors import InputError
 from applier.records.schema import CHANGE_SCHEMA, ChangeRow, Validated
 from applier.sources import reading
 from applier.sources.canonical import validate_record
-from applier.sources.formats import Begin, Change, Commit, Expect, Format
+from applier.sources.files import InputFiles, change_files
+from applier.sources.formats import Begin, Change, Commit, Expect, Format, Options, Read
 from applier.sources.reading import KEPT, raise_errors
 
 PLACE = "_place"
@@ -368,6 +369,46 @@ def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str 
         for c in cached:
             c.unpersist()
         raise
+
+
+def read_capture(
+    spark: SparkSession,
+    fmt: Format,
+    path: str | Path | None,
+    options: Options,
+    scanned: InputFiles | None = None,
+) -> Read:
+    """A capture's reader (:class:`applier.sources.formats.Reader`): the files at ``path`` (or
+    the format's own source, mssql-cdc's ``--source``) through :func:`captured`."""
+    if path is None:
+        if options.source is None:
+            raise InputError(f"--format {options.format}: give --changes (or --source for mssql-cdc)")
+        files: tuple[Path, ...] = ()
+        origin = f"{options.format} from {options.capture_instance or 'the source'}"
+    else:
+        found = scanned or change_files(path, type(fmt).suffixes)
+        files, origin = found.files, str(found.path)
+    got = captured(spark, fmt, files, origin)
+    notes = {
+        "format": options.format,
+        "transactions": got.transactions,
+        "changes": got.changes,
+        "duplicates_dropped": got.duplicates,
+        "fold_key_changes": options.fold_key_changes,
+        "unchanged_filled": got.unchanged,
+    }
+    return Read(
+        got.rows,
+        origin,
+        origin if options.format == "canonical" else f"{origin} ({options.format})",
+        options.format,
+        got.cached,
+        captured=True,
+        transactions=got.transactions,
+        changes=got.changes,
+        unchanged=got.unchanged,
+        notes=notes,
+    )
 
 
 def commit_times(rows: DataFrame, transactions: int, origin: str, fmt: str) -> tuple[float, ...]:
