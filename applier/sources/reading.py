@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from applier.articles import Article
 from applier.errors import InputError
 from applier.records.events import Schemas
-from applier.records.schema import CHANGE_SCHEMA, SNAPSHOT_SCHEMA, Validated
+from applier.records.schema import CHANGE_SCHEMA, SNAPSHOT_SCHEMA, ChangeRow, Validated
 from applier.sources.canonical import validate_record, validate_schema_change, validate_snapshot_row
 
 PLACE = "_place"  # file:line of a validated row, dropped once the checks across rows are done
@@ -83,33 +83,52 @@ def spark_read(what: Path, read: Callable[[], T]) -> T:
 
 
 class _Summary(NamedTuple):
-    """A partition's refused records: the first errors, how many, and how many are good."""
+    """Validated records summed up: the first errors, how many are refused, how many are good,
+    and the good ones ``keep`` picked (:func:`_summary`)."""
 
     kept: list[str]
     bad: int
     good: int
+    found: list[Validated[Any]]
+
+    def raise_errors(self, noun: str) -> None:
+        raise_errors(self.kept, noun, self.bad if len(self.kept) == KEPT else None)
 
 
-def _errors(rdd: Any, noun: str) -> int:
-    """The errors of an RDD of :class:`Validated` raised as :func:`raise_errors` does; else how
-    many rows are good. One job: each partition's first errors and its counts."""
+def _summary(rdd: Any, keep: Callable[[Any], bool] | None = None) -> _Summary:
+    """An RDD of :class:`Validated` summed up in one job: each partition's first errors, its
+    counts, and its good rows that ``keep`` picks (few: they reach the driver)."""
 
     def summary(it: Iterable[Validated[Any]]) -> Iterator[_Summary]:
         kept: list[str] = []
+        found: list[Validated[Any]] = []
         bad = good = 0
         for v in it:
             if v.error is None:
                 good += 1
+                if keep is not None and keep(v.row):
+                    found.append(v)
                 continue
             bad += 1
             if len(kept) < KEPT:
                 kept.append(v.error)
-        yield _Summary(kept, bad, good)
+        yield _Summary(kept, bad, good, found)
 
     parts: list[_Summary] = rdd.mapPartitions(summary).collect()
-    errors = [e for p in parts for e in p.kept][:KEPT]
-    raise_errors(errors, noun, sum(p.bad for p in parts) if len(errors) == KEPT else None)
-    return sum(p.good for p in parts)
+    return _Summary(
+        [e for p in parts for e in p.kept][:KEPT],
+        sum(p.bad for p in parts),
+        sum(p.good for p in parts),
+        [v for p in parts for v in p.found],
+    )
+
+
+def _errors(rdd: Any, noun: str) -> int:
+    """The errors of an RDD of :class:`Validated` raised as :func:`raise_errors` does; else how
+    many rows are good. One job."""
+    got = _summary(rdd)
+    got.raise_errors(noun)
+    return got.good
 
 
 def placed_row(v: Validated[Any]) -> tuple[Any, ...]:
@@ -201,62 +220,64 @@ def validate_lines(
 
 def parquet_changes(spark: SparkSession, path: Path) -> DataFrame:
     """A Parquet change path as Spark reads it (its schema found: a job), each row with its
-    ``_file``: read once, and what it holds found from it (:func:`parquet_probe`) before it is
-    validated (:func:`validate_parquet`)."""
+    ``_file``: read once, then validated (:func:`validate_parquet`)."""
     return spark_read(path, lambda: spark.read.parquet(str(path)).withColumn("_file", F.input_file_name()))
 
 
-def parquet_probe(path: Path, df: DataFrame) -> tuple[bool, list[tuple[str, Any]]]:
-    """What a Parquet change file holds, in one job: whether some command carries a
-    sub-position (``seq`` not null), and its DDL rows as (place, record) for :func:`schemas_from`."""
-    cols = set(df.columns)
-    aggs = []
-    if "seq" in cols:
-        aggs.append(F.max(F.col("seq").isNotNull()).alias("seq"))
-    if "op" in cols:
-        aggs.append(F.collect_list(F.when(F.col("op") == "DDL", F.struct(*df.columns))).alias("ddl"))
-    if not aggs:
-        return False, []
-    from applier.sparkenv import without_aqe
+def parquet_subpositions(path: Path, df: DataFrame) -> bool:
+    """Some command of a Parquet change file carries a sub-position (``seq`` not null): one job,
+    where the file has a ``seq`` column at all (its schema says, without a job)."""
+    if "seq" not in df.columns:
+        return False
+    return bool(spark_read(path, lambda: df.where(F.col("seq").isNotNull()).limit(1).count()))
 
-    with without_aqe(df.sparkSession):  # one job: AQE would run the aggregate's map stage apart
-        got = spark_read(path, lambda: df.agg(*aggs).collect()[0]).asDict()
-    ddl = [r.asDict() for r in got.get("ddl") or []]
-    return bool(got.get("seq")), [(str(d["_file"]), d) for d in ddl]
+
+def _ddl(row: ChangeRow) -> bool:
+    return row.op == "DDL"
 
 
 def validate_parquet(
-    spark: SparkSession,
-    path: Path,
-    articles: Mapping[str, Article],
-    schemas: Schemas | None,
-    df: DataFrame,
-) -> tuple[DataFrame, int]:
-    """The rows of :func:`parquet_changes` validated, with their ``_place``, and how many there
-    are; InputError naming the file on the first bad ones."""
+    spark: SparkSession, path: Path, articles: Mapping[str, Article], df: DataFrame
+) -> tuple[DataFrame, int, Schemas | None]:
+    """The rows of :func:`parquet_changes` validated, with their ``_place``, how many there
+    are, and the schema versions of its DDL rows; InputError naming the file on the first bad
+    ones. One pass, which finds the DDL rows as it validates them (an event's validation needs
+    no schema version); a file that holds some is validated once more, each command against
+    the version of its article at its lsn (the first pass's errors may be of that)."""
     missing = [f for f in ("lsn", "xact_seqno", "command_id", "article", "op") if f not in df.columns]
     if missing:
         raise InputError(f"{path}: not a canonical change file, missing column(s) {missing}")
 
-    def check(r: Any) -> Validated[Any]:
-        d = r.asDict()
-        place = str(d["_file"])
-        for img in ("before", "after"):
-            if isinstance(d.get(img), str):
-                try:
-                    d[img] = json.loads(d[img])
-                except json.JSONDecodeError as e:
-                    return Validated.refused(f"{place}: lsn {d.get('lsn')}: {img} is not JSON: {e.msg}")
-        try:
-            return Validated(None, place, validate_record(d, articles, place, schemas))
-        except InputError as e:
-            return Validated.refused(str(e))
-        except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
-            return Validated.refused(unexpected(place, e))
+    def validated(schemas: Schemas | None) -> Any:
+        def check(r: Any) -> Validated[Any]:
+            d = r.asDict()
+            place = str(d["_file"])
+            for img in ("before", "after"):
+                if isinstance(d.get(img), str):
+                    try:
+                        d[img] = json.loads(d[img])
+                    except json.JSONDecodeError as e:
+                        return Validated.refused(f"{place}: lsn {d.get('lsn')}: {img} is not JSON: {e.msg}")
+            try:
+                return Validated(None, place, validate_record(d, articles, place, schemas))
+            except InputError as e:
+                return Validated.refused(str(e))
+            except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
+                return Validated.refused(unexpected(place, e))
 
-    rdd = df.rdd.map(check).persist(StorageLevel.MEMORY_AND_DISK)
-    good = spark_read(path, lambda: _errors(rdd, "change file"))
-    return spark.createDataFrame(rdd.map(placed_row), f"{PLACE} string, {CHANGE_SCHEMA}"), good
+        return df.rdd.map(check).persist(StorageLevel.MEMORY_AND_DISK)
+
+    rdd = validated(None)
+    got = spark_read(path, lambda: _summary(rdd, _ddl))
+    schemas = schemas_from(articles, [(v.place, v.good._asdict()) for v in got.found])
+    if schemas is None:
+        got.raise_errors("change file")
+        good = got.good
+    else:  # its commands validated again, against their schema versions
+        rdd.unpersist()
+        rdd = validated(schemas)
+        good = spark_read(path, lambda: _errors(rdd, "change file"))
+    return spark.createDataFrame(rdd.map(placed_row), f"{PLACE} string, {CHANGE_SCHEMA}"), good, schemas
 
 
 def snapshot_parquet(spark: SparkSession, path: Path, articles: Mapping[str, Article]) -> DataFrame:
@@ -439,7 +460,7 @@ def schemas_of(
     the article shape of its schema version; None when there are none. ``lines``: the
     (file:line, text) of the JSON Lines lines that mention "DDL", as the driver's scan kept them
     (:class:`applier.sources.files.InputFiles`); None: a first Spark pass over ``files`` finds
-    them (a Parquet file's: :func:`parquet_probe`)."""
+    them (a Parquet file's: :func:`validate_parquet`)."""
     sc = spark.sparkContext
     raw: list[tuple[str, Any]] = []
     if lines is not None:

@@ -67,9 +67,11 @@ def test_positions_are_checked_by_name() -> None:
 
 def test_every_format_is_a_reader_of_one_interface() -> None:
     import inspect
+    from functools import partial
 
     from applier.sources.formats import FORMATS, CanonicalReader, Format, Reader, format_class, reader
-    from applier.sources.formats.canonical import CanonicalSeqFormat
+    from applier.sources.formats.canonical import CanonicalSeqFormat, read_canonical
+    from applier.sources.formats.convert import read_capture
 
     assert list(FORMATS) == ["canonical", "debezium", "maxwell", "wal2json", "wal2json2", "mssql-cdc"]
     assert ", ".join(FORMATS).startswith("canonical, debezium")  # the CLI's and the API's list
@@ -83,6 +85,11 @@ def test_every_format_is_a_reader_of_one_interface() -> None:
     # canonical is one of them, its own reader (which numbers a file with sub-positions again)
     assert isinstance(FORMATS["canonical"], CanonicalReader) and reader("canonical") is FORMATS["canonical"]
     assert FORMATS["canonical"].format_class() is CanonicalSeqFormat
+    # what each reads with: the canonical reading, or the capture pipeline through its Format
+    assert FORMATS["canonical"].reading() is read_canonical
+    for name in ("debezium", "maxwell", "wal2json", "wal2json2", "mssql-cdc"):
+        got = FORMATS[name].reading()
+        assert isinstance(got, partial) and got.func is read_capture and got.args == (format_class(name),)
     assert ".txt" not in FORMATS["canonical"].suffixes and ".txt" in FORMATS["wal2json"].suffixes
     with pytest.raises(InputError, match=r"unknown change format 'csv' \(known: canonical, debezium"):
         reader("csv")

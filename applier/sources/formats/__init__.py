@@ -25,7 +25,7 @@ checked after duplicates are dropped).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
@@ -40,6 +40,11 @@ if TYPE_CHECKING:
     from applier.records.events import Schemas
     from applier.records.schema import ChangeRow
     from applier.sources.files import InputFiles
+
+    # What reads a format: (spark, articles, path, options, the driver's scan) -> Read
+    Reading = Callable[
+        [SparkSession, Mapping[str, Article], "str | Path | None", "Options", "InputFiles | None"], "Read"
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,9 +249,16 @@ class Reader:
         """The input at ``path`` (or the format's own source) -> its validated change rows;
         InputError naming the places of the first bad records, nothing applied, otherwise.
         ``scanned``: the driver's scan of ``path`` (None: scanned here)."""
+        return self.reading()(spark, articles, path, options, scanned)
+
+    def reading(self) -> Reading:
+        """The function that reads this format (with :meth:`read`'s arguments): a capture's,
+        :func:`applier.sources.formats.convert.read_capture` through its Format class."""
+        from functools import partial
+
         from applier.sources.formats.convert import read_capture
 
-        return read_capture(spark, self.format_class()(articles, options), path, options, scanned)
+        return partial(read_capture, self.format_class())
 
 
 @dataclass(frozen=True)
@@ -260,17 +272,10 @@ class CanonicalReader(Reader):
 
         return JSON_SUFFIXES
 
-    def read(
-        self,
-        spark: SparkSession,
-        articles: Mapping[str, Article],
-        path: str | Path | None,
-        options: Options,
-        scanned: InputFiles | None = None,
-    ) -> Read:
+    def reading(self) -> Reading:
         from applier.sources.formats.canonical import read_canonical
 
-        return read_canonical(spark, articles, path, scanned)
+        return read_canonical
 
 
 # Every input format, canonical included, by its --format name (iterates the names: the CLI's

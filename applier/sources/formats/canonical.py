@@ -100,6 +100,7 @@ def read_canonical(
     spark: SparkSession,
     articles: Mapping[str, Article],
     path: str | Path | None,
+    options: Options,
     scanned: InputFiles | None = None,
 ) -> Read:
     """The canonical reader (:class:`applier.sources.formats.CanonicalReader`): a change file or
@@ -107,22 +108,20 @@ def read_canonical(
     before anything is applied; InputError naming the place otherwise. A file whose commands
     carry sub-positions is numbered again by the capture pipeline (:class:`CanonicalSeqFormat`).
     ``scanned``: the driver's scan of ``path`` (None: scanned here), which says what the files
-    hold: no Spark job reads them to find out."""
+    hold: no Spark job reads them to find out. ``options`` say nothing to a canonical file."""
     if path is None:
         raise InputError("--format canonical: give --changes")
     found = scanned or change_files(path)
     path = found.path
     at_hand: list[ChangeRow] | None = None
-    if found.parquet:  # read once: what it holds (one job), then every row validated
+    if found.parquet:  # read once, its DDL rows found by the validation (:func:`reading.validate_parquet`)
         df = reading.parquet_changes(spark, path)
-        seq, ddl = reading.parquet_probe(path, df)
-        if seq:
-            return read_capture(spark, CanonicalSeqFormat(articles), path, Options(), found)
-        schemas = reading.schemas_from(articles, ddl)
-        placed, good = reading.validate_parquet(spark, path, articles, schemas, df)
+        if reading.parquet_subpositions(path, df):
+            return read_capture(CanonicalSeqFormat, spark, articles, path, Options(), found)
+        placed, good, schemas = reading.validate_parquet(spark, path, articles, df)
     else:
         if _has_subpositions(spark, found):
-            return read_capture(spark, CanonicalSeqFormat(articles), path, Options(), found)
+            return read_capture(CanonicalSeqFormat, spark, articles, path, Options(), found)
         schemas = reading.schemas_of(spark, articles, found.events, found.ddl_lines)
         at_hand = [] if found.small else None  # a small file's rows, its positions checked
         placed = reading.validate_lines(

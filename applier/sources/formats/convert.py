@@ -26,6 +26,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from applier.articles import Article
 from applier.errors import InputError
 from applier.records.schema import CHANGE_SCHEMA, ChangeRow, Validated
 from applier.sources import reading
@@ -372,21 +373,24 @@ def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str 
 
 
 def read_capture(
+    cls: type[Format],
     spark: SparkSession,
-    fmt: Format,
+    articles: Mapping[str, Article],
     path: str | Path | None,
     options: Options,
     scanned: InputFiles | None = None,
 ) -> Read:
-    """A capture's reader (:class:`applier.sources.formats.Reader`): the files at ``path`` (or
-    the format's own source, mssql-cdc's ``--source``) through :func:`captured`."""
+    """A capture's reading (:meth:`applier.sources.formats.Reader.reading`): the files at
+    ``path`` (or the format's own source, mssql-cdc's ``--source``) through its Format class
+    ``cls`` and :func:`captured`."""
+    fmt = cls(articles, options)
     if path is None:
         if options.source is None:
             raise InputError(f"--format {options.format}: give --changes (or --source for mssql-cdc)")
         files: tuple[Path, ...] = ()
         origin = f"{options.format} from {options.capture_instance or 'the source'}"
     else:
-        found = scanned or change_files(path, type(fmt).suffixes)
+        found = scanned or change_files(path, cls.suffixes)
         files, origin = found.files, str(found.path)
     got = captured(spark, fmt, files, origin)
     notes = {
