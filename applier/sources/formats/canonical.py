@@ -16,19 +16,20 @@ source position ("lsn 7 seq 1"), which the converted file (``applier convert``) 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from applier.articles import Article
 from applier.errors import InputError
 from applier.records.schema import ROW_OPS, ChangeRow
 from applier.sources import reading
 from applier.sources.canonical import position
-from applier.sources.files import InputFiles, change_files
+from applier.sources.files import PARQUET_SUFFIX, InputFiles, change_files
 from applier.sources.formats import Change, Format, Item, Options, Read
 from applier.sources.formats.convert import read_capture
 from applier.sources.reading import Position, position_ends
@@ -44,6 +45,10 @@ class CanonicalSeqFormat(Format):
             rec = json.loads(text)
         except json.JSONDecodeError as e:
             raise InputError(f"{place}: malformed JSON: {e.msg} at column {e.colno}") from None
+        yield self.change(rec, place)
+
+    def change(self, rec: Any, place: str) -> Change:
+        """A record (a JSON Lines line's, a Parquet row's) -> its Change, or InputError."""
         if not isinstance(rec, dict):
             raise InputError(f"{place}: expected a JSON object, got {type(rec).__name__}")
         lsn = position(rec, "lsn", place)
@@ -61,7 +66,7 @@ class CanonicalSeqFormat(Format):
         if not isinstance(article, str):
             raise InputError(f"{at}: field 'article' must be a string")
         changed = rec.get("changed")
-        yield Change(
+        return Change(
             article,
             op,
             rec.get("before"),
@@ -72,6 +77,38 @@ class CanonicalSeqFormat(Format):
             place,
             tuple(changed) if isinstance(changed, list) else None,
         )
+
+    def read(self, spark: Any, files: Sequence[Any]) -> Any:
+        """A JSON Lines file line by line (:meth:`Format.read`); a Parquet file's rows as Spark
+        reads them (images as JSON text), each named by its file."""
+        if not files or Path(files[0]).suffix != PARQUET_SUFFIX:
+            return super().read(spark, files)
+        fmt = self
+
+        def item(r: Any) -> tuple[Any, ...]:
+            rec = r.asDict()
+            place = str(rec.pop("_file"))
+            try:
+                for img in ("before", "after"):
+                    if isinstance(rec.get(img), str):
+                        try:
+                            rec[img] = json.loads(rec[img])
+                        except json.JSONDecodeError as e:
+                            raise InputError(
+                                f"{place}: lsn {rec.get('lsn')}: {img} is not JSON: {e.msg}"
+                            ) from None
+                return (None, fmt.change(rec, place), None)
+            except InputError as e:
+                return (str(e), None, None)
+            except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
+                return (reading.unexpected(place, e, "read"), None, None)
+
+        paths = [str(f) for f in files]
+        df = reading.spark_read(
+            Path(paths[0]).parent,
+            lambda: spark.read.parquet(*paths).withColumn("_file", F.input_file_name()),
+        )
+        return df.rdd.map(item)
 
     def combine(self, changes: list[Change]) -> list[Change]:
         """(lsn, seq) names one command, and (lsn, seq) order is command_id order in a
