@@ -8,21 +8,59 @@ procedures) travel in the same record: see :mod:`applier.records.events`.
 
 from __future__ import annotations
 
+from typing import Any, Generic, NamedTuple, TypeVar
+
 import pyarrow as pa
 
-CHANGE_FIELDS = (
-    "lsn",
-    "xact_seqno",
-    "command_id",
-    "article",
-    "op",
-    "schema_version",
-    "before",
-    "after",
-    "changed",
-    "key_before",
-    "key_after",
-)
+
+class ChangeRow(NamedTuple):
+    """One validated command (or event) of the stream, as every reader yields it and Spark
+    takes it (a NamedTuple: named fields, a plain tuple to ``createDataFrame``)."""
+
+    lsn: int
+    xact_seqno: int
+    command_id: int
+    article: str
+    op: str  # ROW_OPS or EVENT_OPS
+    schema_version: int
+    before: str | None  # image JSON text (U, D)
+    after: str | None  # image JSON text (I, U), or an event's canonical payload
+    changed: list[str]
+    key_before: str | None  # the key as a JSON array
+    key_after: str | None
+
+
+class SnapshotRow(NamedTuple):
+    """One validated row of the initial snapshot."""
+
+    article: str
+    key: str  # the key as a JSON array
+    image: str  # the row's image JSON text
+
+
+R = TypeVar("R")
+
+
+class Validated(NamedTuple, Generic[R]):
+    """A record read: its validated ``row`` with its ``place`` (file:line, or the Parquet
+    file), or refused (``error``: the one-line message naming the place; ``row`` None)."""
+
+    error: str | None
+    place: str = ""
+    row: R | None = None
+
+    @staticmethod
+    def refused(error: str) -> Validated[Any]:
+        return Validated(error)
+
+    @property
+    def good(self) -> R:
+        """The row of a record not refused."""
+        assert self.row is not None, self.error
+        return self.row
+
+
+CHANGE_FIELDS: tuple[str, ...] = ChangeRow._fields
 CHANGE_SCHEMA = (
     "lsn long, xact_seqno long, command_id int, article string, op string, schema_version int, "
     "before string, after string, changed array<string>, key_before string, key_after string"

@@ -75,11 +75,10 @@ _END = object()
 def canonical_row(article: Article, rec: Mapping[str, Any]) -> dict[str, Any]:
     """A change record (images as objects) as the planner reads a command: validated and
     completed as a change file's records are (``changed`` derived where the record has none)."""
-    from applier.records.schema import CHANGE_FIELDS
     from applier.sources.canonical import validate_record
 
     row = validate_record(rec, {article.name: article}, f"lsn {rec.get('lsn')}")
-    return dict(zip(CHANGE_FIELDS, row, strict=True))
+    return row._asdict()
 
 
 def statement(dialect: Dialect, planner: Planner, article: Article, rec: Mapping[str, Any]) -> str | None:

@@ -1,6 +1,6 @@
 """Validation of canonical change records (:mod:`applier.records.schema`).
 
-``validate_record`` turns one record from any reader into a canonical row or raises
+``validate_record`` turns one record from any reader into a :class:`ChangeRow` or raises
 InputError naming the place (file, line, lsn, column).
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 from applier.articles import Article
 from applier.errors import InputError
 from applier.records.events import AppliedProcedure, SchemaChange, Schemas, SqlStatement
-from applier.records.schema import EVENT_OPS, ROW_OPS
+from applier.records.schema import EVENT_OPS, ROW_OPS, ChangeRow, SnapshotRow
 from applier.values import ValueError_, dumps_image, key_text, validate_encoded
 
 # Each position field's range: the Spark type it travels as (lsn and xact_seqno bigint,
@@ -147,8 +147,8 @@ def validate_record(
     schemas: Schemas | None = None,
     encoded: bool = False,
     unchanged: Collection[str] = (),
-) -> tuple[Any, ...]:
-    """One decoded record -> canonical row tuple (CHANGE_FIELDS order), or InputError.
+) -> ChangeRow:
+    """One decoded record -> its validated :class:`ChangeRow`, or InputError.
 
     With ``schemas``, a command of an article that has schema changes is validated against
     its ``schema_version``, which must be the version in effect at its lsn (seed 001).
@@ -164,7 +164,7 @@ def validate_record(
         payload = json.dumps(
             _event(rec, op, name, lsn, where).payload(), sort_keys=True, separators=(",", ":")
         )
-        return (lsn, xact, cmd, name, op, version, None, payload, [], None, None)
+        return ChangeRow(lsn, xact, cmd, name, op, version, None, payload, [], None, None)
     if op not in ROW_OPS:
         raise InputError(f"{where}: op must be I, U, D, DDL, SQL or PROC, got {_shown(op)}")
     if schemas is not None and schemas.has_changes(name):
@@ -212,7 +212,7 @@ def validate_record(
                 changed.append(k)
     elif op == "I":
         changed = list(article.column_names)
-    return (
+    return ChangeRow(
         lsn,
         xact,
         cmd,
@@ -227,7 +227,7 @@ def validate_record(
     )
 
 
-def validate_snapshot_row(rec: Any, articles: Mapping[str, Article], place: str) -> tuple[str, str, str]:
+def validate_snapshot_row(rec: Any, articles: Mapping[str, Article], place: str) -> SnapshotRow:
     if not isinstance(rec, Mapping):
         raise InputError(f"{place}: expected a JSON object, got {type(rec).__name__}")
     name = rec.get("article")
@@ -235,4 +235,4 @@ def validate_snapshot_row(rec: Any, articles: Mapping[str, Article], place: str)
     if article is None:
         raise InputError(f"{place}: unknown article {_shown(name)} (known: {', '.join(sorted(articles))})")
     image = _image(article, rec.get("image"), f"{place}: image", full=True)
-    return article.name, key_text(article, image), dumps_image(image)
+    return SnapshotRow(article.name, key_text(article, image), dumps_image(image))

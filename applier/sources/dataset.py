@@ -22,10 +22,18 @@ from pyspark.sql import functions as F
 from applier.config import Config
 from applier.errors import InputError
 from applier.records.events import Schemas
-from applier.records.schema import ARROW_CHANGE, CHANGE_FIELDS, CHANGE_SCHEMA, EVENT_OPS, SNAPSHOT_SCHEMA
+from applier.records.schema import (
+    ARROW_CHANGE,
+    CHANGE_FIELDS,
+    CHANGE_SCHEMA,
+    EVENT_OPS,
+    SNAPSHOT_SCHEMA,
+    ChangeRow,
+    SnapshotRow,
+)
 from applier.sources import reading
-from applier.sources.files import InputFiles, Inputs, change_files, input_files
-from applier.sources.formats import Format, Options
+from applier.sources.files import InputFiles, Inputs, input_files
+from applier.sources.formats import Options, reader
 from applier.sources.generator import generate_lane, lane_count
 
 _GEN_SCHEMA = "kind string, " + CHANGE_SCHEMA
@@ -178,84 +186,67 @@ def read_changes(
     capture: Options | None = None,
     scanned: Inputs | None = None,
 ) -> ChangeSet:
-    """A change file or folder (JSON Lines or Parquet) and its snapshot, every record validated
-    and the checks across records done (positions unique, lsn order is transaction order,
-    snapshot keys unique) before anything is applied; InputError naming the place otherwise.
-    ``capture``: a captured format (Debezium, wal2json, SQL Server CDC...) read through
-    :mod:`applier.sources.formats`. ``scanned``: the driver's scan of these paths
-    (:func:`applier.sources.files.check_inputs`; None: scanned here), which says what the
-    files hold: no Spark job reads them to find out."""
+    """A change input and its snapshot, every record validated and the checks across records
+    done before anything is applied; InputError naming the place otherwise. The changes are read
+    by their format's reader (``capture``; None: canonical, applier's own JSON Lines or Parquet):
+    ``FORMATS[name].read``, one pipeline for every format (:mod:`applier.sources.formats`).
+    ``scanned``: the driver's scan of these paths (:func:`applier.sources.files.check_inputs`;
+    None: scanned here), which says what the files hold: no Spark job reads them to find out."""
+    from applier.sources.formats.convert import COMMITTED, PLACE, SOURCE, UNCHANGED
+    from applier.sources.formats.unchanged import fill_unchanged
+
     articles = {a.name: a for a in config.articles}
     scanned = scanned or Inputs()
-    if capture is not None and capture.format != "canonical":
-        return read_captured(spark, config, path, capture, snapshot_path, scanned)
-    assert path is not None
-    found = scanned.changes or change_files(path)
-    path = found.path
-    rows: list[tuple[Any, ...]] | None = None
-    if found.parquet:  # read once: what it holds (one job), then every row validated
-        df = reading.parquet_changes(spark, path)
-        seq, ddl = reading.parquet_probe(path, df)
-        if seq:
-            return read_captured(
-                spark, config, path, Options(), snapshot_path, Inputs(found, scanned.snapshot)
-            )
-        schemas = reading.schemas_from(articles, ddl)
-        placed, good = reading.validate_parquet(spark, path, articles, schemas, df)
-    else:
-        if _has_subpositions(spark, found):
-            return read_captured(
-                spark, config, path, Options(), snapshot_path, Inputs(found, scanned.snapshot)
-            )
-        schemas = reading.schemas_of(spark, articles, found.events, found.ddl_lines)
-        rows = [] if found.small else None  # a small file's rows, its positions checked
-        placed = reading.validate_lines(
-            spark, found.files, articles, False, schemas, found.small, str(path), rows
-        )
-    placed = placed.persist(StorageLevel.MEMORY_AND_DISK)
-    if found.parquet and good == 0:
-        placed.unpersist()
-        raise InputError(f"{path}: no change records; nothing to apply")
+    options = capture or Options()
+    got = reader(options.format).read(spark, articles, path, options, scanned.changes)
+    rows: DataFrame = got.rows
+    filled: tuple[DataFrame, ...] = ()
+    times = None
     try:
-        if rows is None:
-            reading.check_positions(placed, str(path))
+        if config.load.pace == "source":
+            times = got.commit_times()
         snap, snap_cached, snap_rows = _read_snapshot(spark, articles, snapshot_path, scanned.snapshot)
+        if got.unchanged:  # values left out as unchanged (TOAST): from the rows' earlier images
+            try:
+                rows, filled = fill_unchanged(got.rows, snap, got.origin, got.changes)
+            except BaseException:
+                for c in snap_cached:
+                    c.unpersist()
+                raise
     except BaseException:
-        placed.unpersist()
+        got.unpersist()
         raise
-    changes = placed.drop(reading.PLACE)
-    events = None if rows is None else _events(rows)
-    stats = None if rows is None else _dense(rows)
+    at_hand = got.at_hand
     return ChangeSet(
-        changes,
+        rows.drop(PLACE, SOURCE, UNCHANGED, COMMITTED),
         snap,
-        str(path),
-        schemas,
-        cached=(placed, *snap_cached),
-        events=events,
-        rows=None if rows is None else len(rows),
+        got.title,
+        got.schemas,
+        cached=(*got.cached, *filled, *snap_cached),
+        stats=None if at_hand is None else _dense(at_hand),
+        events=None if at_hand is None else _events(at_hand),
+        rows=None if at_hand is None else len(at_hand),
         snapshot_rows=snap_rows,
-        stats=stats,
+        notes=got.notes,
+        sources=rows if got.captured else None,
+        commit_times=times,
     )
 
 
-def _dense(rows: list[tuple[Any, ...]]) -> StreamStats | None:
-    """The stream's transactions and commands, of validated rows at hand (place,
-    CHANGE_FIELDS...): the plan then numbers its rounds without a job (consecutive transaction
-    numbers, or their list); None for no rows."""
-    xact = 1 + CHANGE_FIELDS.index("xact_seqno")
-    seen = sorted({r[xact] for r in rows})
+def _dense(rows: list[ChangeRow]) -> StreamStats | None:
+    """The stream's transactions and commands, of validated rows at hand: the plan then numbers
+    its rounds without a job (consecutive transaction numbers, or their list); None for no rows."""
+    seen = sorted({r.xact_seqno for r in rows})
     if not seen:
         return None
     dense = seen[-1] - seen[0] + 1 == len(seen)
     return StreamStats(seen[0], len(seen), len(rows), None if dense else tuple(seen))
 
 
-def _events(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
-    """The EVENT_OPS rows of validated rows (place, CHANGE_FIELDS...), as Rows in lsn order."""
-    op = CHANGE_FIELDS.index("op")
-    found = sorted((r[1:] for r in rows if r[1 + op] in EVENT_OPS), key=lambda r: r[0])
-    return tuple(Row(**dict(zip(CHANGE_FIELDS, r, strict=True))) for r in found)
+def _events(rows: list[ChangeRow]) -> tuple[Any, ...]:
+    """The EVENT_OPS rows of validated rows, as Rows in lsn order."""
+    found = sorted((r for r in rows if r.op in EVENT_OPS), key=lambda r: r.lsn)
+    return tuple(Row(**r._asdict()) for r in found)
 
 
 def _read_snapshot(
@@ -270,7 +261,7 @@ def _read_snapshot(
         return spark.createDataFrame([], SNAPSHOT_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK), (), 0
     snap_files = scanned or input_files(snapshot_path, "snapshot")
     sp = snap_files.path
-    gathered: list[tuple[Any, ...]] | None = [] if snap_files.small and not snap_files.parquet else None
+    gathered: list[SnapshotRow] | None = [] if snap_files.small and not snap_files.parquet else None
     if snap_files.parquet:
         snap_placed = reading.snapshot_parquet(spark, sp, articles)
     else:
@@ -285,95 +276,6 @@ def _read_snapshot(
         snap_placed.unpersist()
         raise
     return snap_placed.drop(reading.PLACE), (snap_placed,), None if gathered is None else len(gathered)
-
-
-def _has_subpositions(spark: SparkSession, found: InputFiles) -> bool:
-    """Some command of a JSON Lines file carries a sub-position (a top-level ``seq``): the file
-    is read through the capture pipeline, which numbers positions again (``formats.canonical``).
-    The driver's scan knows, unless too many lines mention "seq" to read there: then one job."""
-    if found.subpositions is not None:
-        return found.subpositions
-
-    def top_level(text: str) -> bool:
-        try:
-            rec = json.loads(text)
-        except json.JSONDecodeError:
-            return False  # reported with its line by the validation
-        return isinstance(rec, dict) and rec.get("seq") is not None
-
-    sc = spark.sparkContext
-    rdds = [sc.textFile(str(f)).filter(lambda t: '"seq"' in t) for f in found.files]
-    rdd = sc.union(rdds) if len(rdds) > 1 else rdds[0]
-    return not rdd.filter(top_level).isEmpty()
-
-
-def capture_files(path: str | Path, cls: type[Format]) -> InputFiles:
-    return change_files(path, cls.suffixes)
-
-
-def read_captured(
-    spark: SparkSession,
-    config: Config,
-    path: str | Path | None,
-    capture: Options,
-    snapshot_path: str | Path | None = None,
-    scanned: Inputs | None = None,
-) -> ChangeSet:
-    """Captured traffic (or a canonical file with sub-positions) -> the canonical stream;
-    ``scanned``: the driver's scan of the paths (None: scanned here)."""
-    scanned = scanned or Inputs()
-    from applier.sources.formats import format_class
-    from applier.sources.formats.convert import COMMITTED, PLACE, SOURCE, UNCHANGED, captured, commit_times
-    from applier.sources.formats.unchanged import fill_unchanged
-
-    articles = {a.name: a for a in config.articles}
-    cls = format_class(capture.format)
-    fmt = cls(articles, capture)
-    if path is None:
-        if capture.source is None:
-            raise InputError(f"--format {capture.format}: give --changes (or --source for mssql-cdc)")
-        files: tuple[Path, ...] = ()
-        origin = f"{capture.format} from {capture.capture_instance or 'the source'}"
-    else:
-        found = scanned.changes or capture_files(path, cls)
-        files, origin = found.files, str(found.path)
-    got = captured(spark, fmt, files, origin)
-    rows: DataFrame = got.rows
-    filled: tuple[DataFrame, ...] = ()
-    times = None
-    try:
-        if config.load.pace == "source":
-            times = commit_times(got.rows, got.transactions, origin, capture.format)
-        snap, snap_cached, snap_rows = _read_snapshot(spark, articles, snapshot_path, scanned.snapshot)
-        if got.unchanged:  # values left out as unchanged (TOAST): from the rows' earlier images
-            try:
-                rows, filled = fill_unchanged(got.rows, snap, origin, got.changes)
-            except BaseException:
-                for c in snap_cached:
-                    c.unpersist()
-                raise
-    except BaseException:
-        got.unpersist()
-        raise
-    notes = {
-        "format": capture.format,
-        "transactions": got.transactions,
-        "changes": got.changes,
-        "duplicates_dropped": got.duplicates,
-        "fold_key_changes": capture.fold_key_changes,
-        "unchanged_filled": got.unchanged,
-    }
-    return ChangeSet(
-        rows.drop(PLACE, SOURCE, UNCHANGED, COMMITTED),
-        snap,
-        origin if capture.format == "canonical" else f"{origin} ({capture.format})",
-        None,
-        cached=(*got.cached, *filled, *snap_cached),
-        notes=notes,
-        sources=rows,
-        snapshot_rows=snap_rows,
-        commit_times=times,
-    )
 
 
 def write_changes(cs: ChangeSet, out: str | Path, fmt: str = "jsonl") -> tuple[Path, Path]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from applier.articles import Article
 from applier.errors import InputError
 from applier.records.events import Schemas
-from applier.records.schema import CHANGE_SCHEMA, SNAPSHOT_SCHEMA
+from applier.records.schema import CHANGE_SCHEMA, SNAPSHOT_SCHEMA, ChangeRow, Validated
 from applier.sources.canonical import validate_record, validate_schema_change, validate_snapshot_row
 
 PLACE = "_place"  # file:line of a validated row, dropped once the checks across rows are done
@@ -82,26 +82,58 @@ def spark_read(what: Path, read: Callable[[], T]) -> T:
         raise InputError(f"{what}: Spark cannot read it: {first[:300]}") from None
 
 
-def _errors(rdd: Any, noun: str) -> int:
-    """Validated rows' errors (rows (error or None, ...)) raised as :func:`raise_errors` does;
-    else how many rows are good. One job: each partition's first errors and its counts."""
+class _Summary(NamedTuple):
+    """Validated records summed up: the first errors, how many are refused, how many are good,
+    and the good ones ``keep`` picked (:func:`_summary`)."""
 
-    def summary(it: Iterable[tuple[Any, ...]]) -> Iterator[tuple[list[str], int, int]]:
+    kept: list[str]
+    bad: int
+    good: int
+    found: list[Validated[Any]]
+
+    def raise_errors(self, noun: str) -> None:
+        raise_errors(self.kept, noun, self.bad if len(self.kept) == KEPT else None)
+
+
+def _summary(rdd: Any, keep: Callable[[Any], bool] | None = None) -> _Summary:
+    """An RDD of :class:`Validated` summed up in one job: each partition's first errors, its
+    counts, and its good rows that ``keep`` picks (few: they reach the driver)."""
+
+    def summary(it: Iterable[Validated[Any]]) -> Iterator[_Summary]:
         kept: list[str] = []
+        found: list[Validated[Any]] = []
         bad = good = 0
-        for r in it:
-            if r[0] is None:
+        for v in it:
+            if v.error is None:
                 good += 1
+                if keep is not None and keep(v.row):
+                    found.append(v)
                 continue
             bad += 1
             if len(kept) < KEPT:
-                kept.append(r[0])
-        yield kept, bad, good
+                kept.append(v.error)
+        yield _Summary(kept, bad, good, found)
 
-    parts = rdd.mapPartitions(summary).collect()
-    errors = [e for kept, _, _ in parts for e in kept][:KEPT]
-    raise_errors(errors, noun, sum(p[1] for p in parts) if len(errors) == KEPT else None)
-    return sum(p[2] for p in parts)
+    parts: list[_Summary] = rdd.mapPartitions(summary).collect()
+    return _Summary(
+        [e for p in parts for e in p.kept][:KEPT],
+        sum(p.bad for p in parts),
+        sum(p.good for p in parts),
+        [v for p in parts for v in p.found],
+    )
+
+
+def _errors(rdd: Any, noun: str) -> int:
+    """The errors of an RDD of :class:`Validated` raised as :func:`raise_errors` does; else how
+    many rows are good. One job."""
+    got = _summary(rdd)
+    got.raise_errors(noun)
+    return got.good
+
+
+def placed_row(v: Validated[Any]) -> tuple[Any, ...]:
+    """A validated row as Spark takes it: ``_place`` first, then the row's fields."""
+    return (v.place, *v.good)
 
 
 def raise_errors(errors: list[str], noun: str, total: int | None = None) -> None:
@@ -134,40 +166,45 @@ def validate_lines(
     schemas: Schemas | None = None,
     small: bool = False,
     origin: str = "",
-    rows_out: list[tuple[Any, ...]] | None = None,
+    rows_out: list[Any] | None = None,
 ) -> DataFrame:
     """JSON Lines files -> validated rows with their ``_place``; InputError naming file:line on
     the first bad ones. ``small``: one partition per file (zipWithIndex then needs no job), the
     rows gathered on the driver, where the checks across rows run (:func:`check_positions` or
-    :func:`check_snapshot_keys`, ``origin`` naming the input), and added to ``rows_out``."""
+    :func:`check_snapshot_keys`, ``origin`` naming the input), and added to ``rows_out``
+    (:class:`ChangeRow` or :class:`SnapshotRow`)."""
     sc = spark.sparkContext
 
-    def parse(text: str, place: str, _file: int, _line: int) -> Iterator[tuple[Any, ...]]:
+    def parse(text: str, place: str, _file: int, _line: int) -> Iterator[Validated[Any]]:
         rec = json.loads(text)
         if snapshot:
-            yield (None, place, *validate_snapshot_row(rec, articles, place))
+            yield Validated(None, place, validate_snapshot_row(rec, articles, place))
         else:
-            yield (None, place, *validate_record(rec, articles, place, schemas))
+            yield Validated(None, place, validate_record(rec, articles, place, schemas))
 
-    def refuse(place: str, e: Exception, _file: int, _line: int) -> tuple[Any, ...]:
+    def refuse(place: str, e: Exception, _file: int, _line: int) -> Validated[Any]:
         if isinstance(e, json.JSONDecodeError):
-            return (f"{place}: malformed JSON: {e.msg} at column {e.colno}",)
-        return (str(e) if isinstance(e, InputError) else unexpected(place, e),)
+            return Validated.refused(f"{place}: malformed JSON: {e.msg} at column {e.colno}")
+        return Validated.refused(str(e) if isinstance(e, InputError) else unexpected(place, e))
 
     rdd = read_lines(spark, files, parse, refuse, 1 if small else None)
     noun = "snapshot file" if snapshot else "change file"
     schema = f"{PLACE} string, " + (SNAPSHOT_SCHEMA if snapshot else CHANGE_SCHEMA)
     if small:  # one job: rows and errors to the driver, the checks across rows run there
-        rows = rdd.collect()
-        raise_errors([r[0] for r in rows if r[0] is not None], noun, sum(r[0] is not None for r in rows))
-        placed = [r[1:] for r in rows]
+        rows: list[Validated[Any]] = rdd.collect()
+        errors = [v.error for v in rows if v.error is not None]
+        raise_errors(errors, noun, len(errors))
         # the checks across rows on the rows at hand (a job each over the DataFrame made of them)
         if snapshot:
-            _snapshot_key_faults([(r[1], r[2], r[0]) for r in placed])
+            _snapshot_key_faults([(v.good.article, v.good.key, v.place) for v in rows])
         else:
-            _position_faults(sorted((r[1], r[2], r[3], r[0]) for r in placed), origin)
+            _position_faults(
+                sorted(Position(v.good.lsn, v.good.xact_seqno, v.good.command_id, v.place) for v in rows),
+                origin,
+            )
         if rows_out is not None:
-            rows_out.extend(placed)
+            rows_out.extend(v.good for v in rows)
+        placed = [placed_row(v) for v in rows]
         # in as many partitions as the rows fill (a list would be cut into the session's
         # default parallelism: 8 tasks of a few rows in every stage that reads them)
         slices = max(1, min(sc.defaultParallelism, -(-len(placed) // SMALL_PARTITION_ROWS)))
@@ -178,67 +215,69 @@ def validate_lines(
     except InputError:
         rdd.unpersist()
         raise
-    return spark.createDataFrame(rdd.map(lambda r: r[1:]), schema)
+    return spark.createDataFrame(rdd.map(placed_row), schema)
 
 
 def parquet_changes(spark: SparkSession, path: Path) -> DataFrame:
     """A Parquet change path as Spark reads it (its schema found: a job), each row with its
-    ``_file``: read once, and what it holds found from it (:func:`parquet_probe`) before it is
-    validated (:func:`validate_parquet`)."""
+    ``_file``: read once, then validated (:func:`validate_parquet`)."""
     return spark_read(path, lambda: spark.read.parquet(str(path)).withColumn("_file", F.input_file_name()))
 
 
-def parquet_probe(path: Path, df: DataFrame) -> tuple[bool, list[tuple[str, Any]]]:
-    """What a Parquet change file holds, in one job: whether some command carries a
-    sub-position (``seq`` not null), and its DDL rows as (place, record) for :func:`schemas_from`."""
-    cols = set(df.columns)
-    aggs = []
-    if "seq" in cols:
-        aggs.append(F.max(F.col("seq").isNotNull()).alias("seq"))
-    if "op" in cols:
-        aggs.append(F.collect_list(F.when(F.col("op") == "DDL", F.struct(*df.columns))).alias("ddl"))
-    if not aggs:
-        return False, []
-    from applier.sparkenv import without_aqe
+def parquet_subpositions(path: Path, df: DataFrame) -> bool:
+    """Some command of a Parquet change file carries a sub-position (``seq`` not null): one job,
+    where the file has a ``seq`` column at all (its schema says, without a job)."""
+    if "seq" not in df.columns:
+        return False
+    return bool(spark_read(path, lambda: df.where(F.col("seq").isNotNull()).limit(1).count()))
 
-    with without_aqe(df.sparkSession):  # one job: AQE would run the aggregate's map stage apart
-        got = spark_read(path, lambda: df.agg(*aggs).collect()[0]).asDict()
-    ddl = [r.asDict() for r in got.get("ddl") or []]
-    return bool(got.get("seq")), [(str(d["_file"]), d) for d in ddl]
+
+def _ddl(row: ChangeRow) -> bool:
+    return row.op == "DDL"
 
 
 def validate_parquet(
-    spark: SparkSession,
-    path: Path,
-    articles: Mapping[str, Article],
-    schemas: Schemas | None,
-    df: DataFrame,
-) -> tuple[DataFrame, int]:
-    """The rows of :func:`parquet_changes` validated, with their ``_place``, and how many there
-    are; InputError naming the file on the first bad ones."""
+    spark: SparkSession, path: Path, articles: Mapping[str, Article], df: DataFrame
+) -> tuple[DataFrame, int, Schemas | None]:
+    """The rows of :func:`parquet_changes` validated, with their ``_place``, how many there
+    are, and the schema versions of its DDL rows; InputError naming the file on the first bad
+    ones. One pass, which finds the DDL rows as it validates them (an event's validation needs
+    no schema version); a file that holds some is validated once more, each command against
+    the version of its article at its lsn (the first pass's errors may be of that)."""
     missing = [f for f in ("lsn", "xact_seqno", "command_id", "article", "op") if f not in df.columns]
     if missing:
         raise InputError(f"{path}: not a canonical change file, missing column(s) {missing}")
 
-    def check(r: Any) -> tuple[Any, ...]:
-        d = r.asDict()
-        place = str(d["_file"])
-        for img in ("before", "after"):
-            if isinstance(d.get(img), str):
-                try:
-                    d[img] = json.loads(d[img])
-                except json.JSONDecodeError as e:
-                    return (f"{place}: lsn {d.get('lsn')}: {img} is not JSON: {e.msg}",)
-        try:
-            return (None, place, *validate_record(d, articles, place, schemas))
-        except InputError as e:
-            return (str(e),)
-        except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
-            return (unexpected(place, e),)
+    def validated(schemas: Schemas | None) -> Any:
+        def check(r: Any) -> Validated[Any]:
+            d = r.asDict()
+            place = str(d["_file"])
+            for img in ("before", "after"):
+                if isinstance(d.get(img), str):
+                    try:
+                        d[img] = json.loads(d[img])
+                    except json.JSONDecodeError as e:
+                        return Validated.refused(f"{place}: lsn {d.get('lsn')}: {img} is not JSON: {e.msg}")
+            try:
+                return Validated(None, place, validate_record(d, articles, place, schemas))
+            except InputError as e:
+                return Validated.refused(str(e))
+            except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
+                return Validated.refused(unexpected(place, e))
 
-    rdd = df.rdd.map(check).persist(StorageLevel.MEMORY_AND_DISK)
-    good = spark_read(path, lambda: _errors(rdd, "change file"))
-    return spark.createDataFrame(rdd.map(lambda r: r[1:]), f"{PLACE} string, {CHANGE_SCHEMA}"), good
+        return df.rdd.map(check).persist(StorageLevel.MEMORY_AND_DISK)
+
+    rdd = validated(None)
+    got = spark_read(path, lambda: _summary(rdd, _ddl))
+    schemas = schemas_from(articles, [(v.place, v.good._asdict()) for v in got.found])
+    if schemas is None:
+        got.raise_errors("change file")
+        good = got.good
+    else:  # its commands validated again, against their schema versions
+        rdd.unpersist()
+        rdd = validated(schemas)
+        good = spark_read(path, lambda: _errors(rdd, "change file"))
+    return spark.createDataFrame(rdd.map(placed_row), f"{PLACE} string, {CHANGE_SCHEMA}"), good, schemas
 
 
 def snapshot_parquet(spark: SparkSession, path: Path, articles: Mapping[str, Article]) -> DataFrame:
@@ -248,43 +287,79 @@ def snapshot_parquet(spark: SparkSession, path: Path, articles: Mapping[str, Art
     if not {"article", "image"} <= set(df.columns):
         raise InputError(f"{path}: not a canonical snapshot, expected columns article and image")
 
-    def check(r: Any) -> tuple[Any, ...]:
+    def check(r: Any) -> Validated[Any]:
         place = f"{path}: article {r['article']}"
         try:
             image = json.loads(r["image"]) if isinstance(r["image"], str) else r["image"]
             row = validate_snapshot_row({"article": r["article"], "image": image}, articles, place)
-            return (None, place, *row)
+            return Validated(None, place, row)
         except (InputError, json.JSONDecodeError) as e:
-            return (f"{place}: {e}",)
+            return Validated.refused(f"{place}: {e}")
         except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
-            return (unexpected(place, e),)
+            return Validated.refused(unexpected(place, e))
 
     rdd = df.select("article", "image").rdd.map(check).persist(StorageLevel.MEMORY_AND_DISK)
     spark_read(path, lambda: _errors(rdd, "snapshot file"))
-    return spark.createDataFrame(rdd.map(lambda r: r[1:]), f"{PLACE} string, {SNAPSHOT_SCHEMA}")
+    return spark.createDataFrame(rdd.map(placed_row), f"{PLACE} string, {SNAPSHOT_SCHEMA}")
 
 
 # -- checks across rows --------------------------------------------------------------------
-def position_ends(idx: int, it: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
-    """The check of positions: rows (lsn, xact_seqno, command_id, place) in lsn order -> (idx,
-    first, last, first fault): an lsn seen twice ("lsn", the first two, its count) or a
-    (xact_seqno, command_id) not above the one before ("order", the two, 0). A canonical file's
-    (here) and a file with sub-positions' per transaction (``formats.canonical``: (lsn, seq) for
-    the lsn)."""
-    first = prev = fault = None
+class Position(NamedTuple):
+    """A command's position, for the check of positions: its ``lsn`` (in a file with
+    sub-positions, ``formats.canonical``: (lsn, seq)), its place in the transactions and its
+    place in the input (file:line; there, the Change itself)."""
+
+    lsn: Any
+    xact_seqno: int
+    command_id: int
+    place: Any
+
+    @property
+    def order(self) -> tuple[int, int]:
+        """Its place in transaction order: (xact_seqno, command_id)."""
+        return (self.xact_seqno, self.command_id)
+
+
+class Fault(NamedTuple):
+    """The first fault of positions in lsn order: an lsn seen twice (``kind`` "lsn", the first
+    two rows, ``times`` its rows) or a (xact_seqno, command_id) not above the one before
+    ("order", the two, 0)."""
+
+    kind: str
+    before: Position
+    after: Position
+    times: int
+
+
+class Ends(NamedTuple):
+    """A partition's first and last positions in lsn order and its first fault."""
+
+    idx: int
+    first: Position
+    last: Position
+    fault: Fault | None
+
+
+def position_ends(idx: int, it: Iterable[Any]) -> Iterator[Ends]:
+    """The check of positions: rows (lsn, xact_seqno, command_id, place) in lsn order -> their
+    :class:`Ends`. A canonical file's (here) and a file with sub-positions' per transaction
+    (``formats.canonical``: (lsn, seq) for the lsn)."""
+    first: Position | None = None
+    prev: Position | None = None
+    fault: Fault | None = None
     for r in it:
-        cur = tuple(r)
+        cur = Position(*r)
         if prev is None:
             first = cur
-        elif fault is not None and fault[0] == "lsn" and cur[0] == fault[1][0]:
-            fault = ("lsn", fault[1], fault[2], fault[3] + 1)  # count the lsn's rows
-        elif fault is None and cur[0] == prev[0]:
-            fault = ("lsn", prev, cur, 2)
-        elif fault is None and cur[1:3] <= prev[1:3]:
-            fault = ("order", prev, cur, 0)
+        elif fault is not None and fault.kind == "lsn" and cur.lsn == fault.before.lsn:
+            fault = fault._replace(times=fault.times + 1)  # count the lsn's rows
+        elif fault is None and cur.lsn == prev.lsn:
+            fault = Fault("lsn", prev, cur, 2)
+        elif fault is None and cur.order <= prev.order:
+            fault = Fault("order", prev, cur, 0)
         prev = cur
-    if first is not None:
-        yield (idx, first, prev, fault)
+    if first is not None and prev is not None:
+        yield Ends(idx, first, prev, fault)
 
 
 def check_positions(df: DataFrame, origin: str, small: bool = False) -> None:
@@ -295,39 +370,43 @@ def check_positions(df: DataFrame, origin: str, small: bool = False) -> None:
     ``small``: the positions are sorted on the driver instead (no shuffle)."""
     cols = df.select("lsn", "xact_seqno", "command_id", PLACE)
     if small:
-        _position_faults(sorted(tuple(r) for r in cols.collect()), origin)
+        _position_faults(sorted(Position(*r) for r in cols.collect()), origin)
         return
     parts = max(1, df.rdd.getNumPartitions())
     ranged = cols.repartitionByRange(parts, "lsn").sortWithinPartitions("lsn", PLACE)
     _raise_position_faults(sorted(ranged.rdd.mapPartitionsWithIndex(position_ends).collect()), origin)
 
 
-def _position_faults(rows: list[tuple[Any, ...]], origin: str) -> None:
-    """:func:`check_positions` of rows (lsn, xact_seqno, command_id, place) sorted, on the driver."""
+def _position_faults(rows: list[Position], origin: str) -> None:
+    """:func:`check_positions` of positions sorted, on the driver."""
     _raise_position_faults(list(position_ends(0, rows)), origin)
 
 
-def _raise_position_faults(found: list[tuple[Any, ...]], origin: str) -> None:
-    faults = [f for *_, f in found if f is not None]
+def _raise_position_faults(found: list[Ends], origin: str) -> None:
+    faults = [e.fault for e in found if e.fault is not None]
     faults += [
-        ("order", a[2], b[1], 0) for a, b in zip(found, found[1:], strict=False) if b[1][1:3] <= a[2][1:3]
+        Fault("order", a.last, b.first, 0)
+        for a, b in zip(found, found[1:], strict=False)
+        if b.first.order <= a.last.order
     ]
     if not faults:
         return
-    kind, before, after, count = min(faults, key=lambda f: f[2][0])
-    if kind == "lsn":
+    fault = min(faults, key=lambda f: f.after.lsn)
+    before, after = fault.before, fault.after
+    if fault.kind == "lsn":
         raise InputError(
-            f"{origin}: lsn={after[0]} appears {count} times ({before[3]}, {after[3]}); positions must be unique"
+            f"{origin}: lsn={after.lsn} appears {fault.times} times ({before.place}, {after.place}); "
+            "positions must be unique"
         )
-    if after[1:3] == before[1:3]:
+    if after.order == before.order:
         raise InputError(
-            f"{origin}: xact_seqno={after[1]}, command_id={after[2]} appears 2 times ({before[3]}, "
-            f"{after[3]}); positions must be unique"
+            f"{origin}: xact_seqno={after.xact_seqno}, command_id={after.command_id} appears 2 times "
+            f"({before.place}, {after.place}); positions must be unique"
         )
     raise InputError(
-        f"{after[3]}: lsn {after[0]} (xact_seqno {after[1]}, command_id {after[2]}) comes after "
-        f"lsn {before[0]} (xact_seqno {before[1]}, command_id {before[2]}, {before[3]}) but before it in "
-        "transaction order; lsn order must be (xact_seqno, command_id) order"
+        f"{after.place}: lsn {after.lsn} (xact_seqno {after.xact_seqno}, command_id {after.command_id}) "
+        f"comes after lsn {before.lsn} (xact_seqno {before.xact_seqno}, command_id {before.command_id}, "
+        f"{before.place}) but before it in transaction order; lsn order must be (xact_seqno, command_id) order"
     )
 
 
@@ -381,7 +460,7 @@ def schemas_of(
     the article shape of its schema version; None when there are none. ``lines``: the
     (file:line, text) of the JSON Lines lines that mention "DDL", as the driver's scan kept them
     (:class:`applier.sources.files.InputFiles`); None: a first Spark pass over ``files`` finds
-    them (a Parquet file's: :func:`parquet_probe`)."""
+    them (a Parquet file's: :func:`validate_parquet`)."""
     sc = spark.sparkContext
     raw: list[tuple[str, Any]] = []
     if lines is not None:

@@ -150,3 +150,74 @@ def test_streams_explain_shows_where_a_key_update_crosses_streams(spark, tmp_pat
     assert crossing == expected and crossing  # with 4 streams some key of the chain moves
     one = stream_map(spark, config("cap_explain", streams=1), changes)
     assert one.crossing().count() == 0
+
+
+def test_canonical_files_with_and_without_sub_positions_take_one_reader(spark, tmp_path):
+    """issue 33: canonical is a format like the others, and a file with sub-positions goes
+    through the same entry (``FORMATS["canonical"].read``), numbered again inside it."""
+    from applier.records.schema import CHANGE_FIELDS
+    from applier.sources.formats import FORMATS, Options
+
+    articles = {a.name: a for a in config("cap_seq", streams=4).articles}
+    plain = [{**{k: v for k, v in r.items() if k != "seq"}, "lsn": i} for i, r in enumerate(KEY_CHANGE, 1)]
+    want = [(1, 1, 1, "I"), (2, 1, 2, "I"), (3, 2, 1, "D"), (4, 2, 2, "I"), (5, 2, 3, "U")]
+    for name, records in (("seq", KEY_CHANGE), ("plain", plain)):
+        got = FORMATS["canonical"].read(
+            spark, articles, write_jsonl(tmp_path / f"{name}.jsonl", records), Options()
+        )
+        try:
+            rows = sorted(got.rows.select(*CHANGE_FIELDS).collect())
+            assert [(r.lsn, r.xact_seqno, r.command_id, r.op) for r in rows] == want, name
+            if name == "seq":  # numbered again, each command with its position in the file
+                assert got.captured and got.at_hand is None and (got.transactions, got.changes) == (2, 5)
+                assert sorted(r["_source"] for r in got.rows.collect())[2:4] == [
+                    "lsn 20 seq 0",
+                    "lsn 20 seq 1",
+                ]
+            else:  # a small file: validated on the driver, its rows at hand
+                assert not got.captured and got.at_hand is not None
+                assert [r.lsn for r in got.at_hand] == [1, 2, 3, 4, 5] and got.at_hand[2].key_before == "[1]"
+        finally:
+            got.unpersist()
+
+
+def test_a_parquet_canonical_file_with_sub_positions_is_numbered_again(spark, tmp_path):
+    """A Parquet canonical file holding ``seq`` goes through the capture pipeline as a JSON Lines
+    one does (its rows as Spark reads them, not its bytes as text lines)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from applier.sources.dataset import read_changes
+
+    def table(records: list[dict[str, object]]) -> pa.Table:
+        def text(v: object) -> str | None:
+            return None if v is None else json.dumps(v)
+
+        return pa.table(
+            {
+                **{f: [r[f] for r in records] for f in ("lsn", "xact_seqno", "command_id", "article", "op")},
+                "seq": [r.get("seq") for r in records],
+                "before": [text(r.get("before")) for r in records],
+                "after": [text(r.get("after")) for r in records],
+            }
+        )
+
+    cfg = config("cap_seq", streams=4)
+    pq.write_table(table(KEY_CHANGE), tmp_path / "seq.parquet")
+    cs = read_changes(spark, cfg, tmp_path / "seq.parquet")
+    try:
+        assert cs.sources is not None and cs.notes["changes"] == 5
+        got = sorted((r["lsn"], r["command_id"], r["op"], r["_source"]) for r in cs.sources.collect())
+        assert got == [
+            (1, 1, "I", "lsn 10 seq 0"),
+            (2, 2, "I", "lsn 10 seq 1"),
+            (3, 1, "D", "lsn 20 seq 0"),
+            (4, 2, "I", "lsn 20 seq 1"),
+            (5, 3, "U", "lsn 30 seq 0"),
+        ]
+    finally:
+        cs.unpersist()
+    bad = table([KEY_CHANGE[0], {**KEY_CHANGE[1], "after": {"id": 2, "v": "b", "n": "two"}}])
+    pq.write_table(bad, tmp_path / "bad.parquet")
+    with pytest.raises(InputError, match=r"bad\.parquet: lsn 10 seq 1: after: column 'n' \(int\)"):
+        read_changes(spark, cfg, tmp_path / "bad.parquet")

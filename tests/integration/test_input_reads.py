@@ -7,6 +7,7 @@ reads its stream and records its identity from that scan, and Spark reads the fi
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import io
 import uuid
 from collections import Counter
@@ -128,25 +129,31 @@ def _jobs(spark, read):  # type: ignore[no-untyped-def]
     return got, [[tracker.getStageInfo(s).name for s in tracker.getJobInfo(j).stageIds] for j in jobs]
 
 
-def test_a_canonical_parquet_file_is_probed_in_one_job(spark, tmp_path) -> None:
-    """Parquet holds what it holds in columns: whether a command has a sub-position and which
-    rows are schema changes are one aggregate over the file read once, not a read each."""
+@pytest.mark.parametrize("ddl", [True, False], ids=["with-ddl", "rows-only"])
+def test_a_canonical_parquet_file_is_validated_in_one_pass(spark, tmp_path, ddl) -> None:
+    """Parquet holds what it holds in columns: no probe reads it before it is validated (which
+    rows are schema changes: the validation pass finds them; whether a command has a
+    sub-position: its schema says there is no ``seq`` column). A file with schema changes is
+    validated once more, each command against its article's version."""
     from applier.sources.dataset import read_changes, write_changes
 
     cfg = _config(1)
     cs = read_changes(spark, cfg, _changes(tmp_path))
     try:
+        if not ddl:  # the rows before the schema change
+            cs = dataclasses.replace(cs, changes=cs.changes.where("schema_version = 1 AND op = 'I'"))
         out, _ = write_changes(cs, tmp_path / "out", "parquet")
     finally:
         cs.unpersist()
     got, jobs = _jobs(spark, lambda: read_changes(spark, cfg, out))
     try:
-        assert got.schemas is not None and got.schemas.version_at(ART, 4) == 2
-        assert got.changes.count() == 4
-        # read once for its schema (Spark's job named "parquet"), once probed (seq, DDL rows),
-        # once validated, then the sort of positions (2 jobs here): 8 jobs when the schema was
-        # read three times and the sniffs were jobs of their own
+        assert (got.schemas is not None and got.schemas.version_at(ART, 4) == 2) is ddl
+        assert got.changes.count() == (4 if ddl else 2)
+        # read once for its schema (Spark's job named "parquet"), validated (once more with
+        # schema changes), then the check of positions (3 jobs: the rows to Python, the range
+        # partitioner's sample, the sort): 8 jobs when the schema was read three times and the
+        # sniffs were jobs of their own, 6 either way with a probe (seq, DDL rows) first
         assert sum(names[0].startswith("parquet at ") for names in jobs) == 1, jobs
-        assert len(jobs) <= 6, jobs
+        assert len(jobs) == (6 if ddl else 5), jobs
     finally:
         got.unpersist()

@@ -164,7 +164,7 @@ def test_records_carry_their_schema_version() -> None:
     arts = {"dbo.t1": _article()}
     new = {"lsn": (3 << 20) | 1, "xact_seqno": 3, "command_id": 1, "article": "dbo.t1", "op": "I"}
     row = validate_record({**new, "schema_version": 2, "after": {"id": 1, "extra": "e"}}, arts, "f:1", s)
-    assert '"extra":"e"' in row[7]
+    assert '"extra":"e"' in row.after
     with pytest.raises(InputError, match="schema_version 2 here"):
         validate_record({**new, "schema_version": 1, "after": {"id": 1}}, arts, "f:2", s)
     with pytest.raises(InputError, match="not a column"):  # the old shape before the change
@@ -178,7 +178,7 @@ def test_event_records_validate_their_payload() -> None:
     row = validate_record(
         {**base, "op": "SQL", "sqldml": {"operator": "D", "category": "C1", "rowcount": 2}}, arts, "f:1"
     )
-    assert row[4] == "SQL" and row[9] is None and '"rowcount":2' in row[7]
+    assert row.op == "SQL" and row.key_before is None and '"rowcount":2' in row.after
     with pytest.raises(InputError, match="new schema_version"):
         validate_record(
             {**base, "op": "DDL", "ddl": {"action": "drop_column", "column": "note"}}, arts, "f:2"

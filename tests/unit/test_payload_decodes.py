@@ -11,7 +11,6 @@ import pytest
 from applier.articles import Article, Column, parse_type
 from applier.errors import InputError
 from applier.records.events import AppliedProcedure, SchemaChange, SqlStatement, StreamEvent, stream_events
-from applier.records.schema import CHANGE_FIELDS
 from applier.sources.canonical import validate_record
 from applier.sources.reading import schemas_from
 from tests.support.decodes import count_decodes
@@ -69,7 +68,7 @@ def _row(lsn: int, op: str, payload: dict, version: int = 1) -> dict:
     }
     rec[{"DDL": "ddl", "SQL": "sqldml", "PROC": "procedure"}[op]] = payload
     row = validate_record(rec, ARTICLES, "c.jsonl:1")
-    return dict(zip(CHANGE_FIELDS, row, strict=True))
+    return row._asdict()
 
 
 def test_stream_events_decode_each_payload_once_and_reuse_the_schema_changes(monkeypatch):

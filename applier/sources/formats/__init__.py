@@ -25,14 +25,26 @@ checked after duplicates are dropped).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from applier.articles import Article
 from applier.errors import InputError
 
-FORMATS = ("canonical", "debezium", "maxwell", "wal2json", "wal2json2", "mssql-cdc")
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from applier.records.events import Schemas
+    from applier.records.schema import ChangeRow
+    from applier.sources.files import InputFiles
+
+    # What reads a format: (spark, articles, path, options, the driver's scan) -> Read
+    Reading = Callable[
+        [SparkSession, Mapping[str, Article], "str | Path | None", "Options", "InputFiles | None"], "Read"
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,30 +181,129 @@ def find_article(articles: Mapping[str, Article], schema: str | None, table: str
     raise InputError(f"{place}: table {shown!r} is not an article (known: {known})")
 
 
+# -- the one reading interface ------------------------------------------------------------
+@dataclass
+class Read:
+    """What a format's reader gives back, every format's (canonical included): the validated
+    change rows and what the reading learned of them."""
+
+    # CHANGE_FIELDS and ``_place``; a capture's (``captured``) also ``_source``, ``_unchanged``
+    # and ``_committed`` (:data:`applier.sources.formats.convert.CAPTURED_SCHEMA`)
+    rows: DataFrame
+    origin: str  # the input, as errors name it
+    title: str  # the stream's name in the report
+    format: str
+    cached: tuple[Any, ...] = ()
+    schemas: Schemas | None = None  # None: no DDL events, every article at version 1
+    # A small file's rows, read on the driver (where its positions were checked): the stream's
+    # events, transactions and commands are then known without a job
+    at_hand: list[ChangeRow] | None = None
+    captured: bool = False  # a capture's rows: with their source position and commit time
+    transactions: int = 0  # a capture's, counted as it was read
+    changes: int = 0
+    unchanged: int = 0  # updates whose new row left out unchanged values (formats.unchanged)
+    notes: dict[str, Any] = field(default_factory=dict)  # how a capture was read (the report's)
+
+    def commit_times(self) -> tuple[float, ...] | None:
+        """Each transaction's commit time at the publisher (``--pace source``), where the rows
+        carry one (a capture's; one small job); None: a canonical file's carry none."""
+        if not self.captured:
+            return None
+        from applier.sources.formats.convert import commit_times
+
+        return commit_times(self.rows, self.transactions, self.origin, self.format)
+
+    def unpersist(self) -> None:
+        for c in self.cached:
+            c.unpersist()
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One ``--format``: ``read`` turns its input into validated change rows (:class:`Read`),
+    in one pipeline for every format. Registered in :data:`FORMATS`, built without importing
+    Spark (the CLI lists the names): the module that reads it (``applier.sources.formats.<module>``,
+    its Format classes in ``CLASSES``) is imported when it reads. A capture's reader:
+    :func:`applier.sources.formats.convert.read_capture` through its Format."""
+
+    name: str
+    module: str
+
+    def format_class(self) -> type[Format]:
+        classes: dict[str, type[Format]] = import_module(f"applier.sources.formats.{self.module}").CLASSES
+        return classes[self.name]
+
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        """The files a folder of this format's changes is read for."""
+        return self.format_class().suffixes
+
+    def read(
+        self,
+        spark: SparkSession,
+        articles: Mapping[str, Article],
+        path: str | Path | None,
+        options: Options,
+        scanned: InputFiles | None = None,
+    ) -> Read:
+        """The input at ``path`` (or the format's own source) -> its validated change rows;
+        InputError naming the places of the first bad records, nothing applied, otherwise.
+        ``scanned``: the driver's scan of ``path`` (None: scanned here)."""
+        return self.reading()(spark, articles, path, options, scanned)
+
+    def reading(self) -> Reading:
+        """The function that reads this format (with :meth:`read`'s arguments): a capture's,
+        :func:`applier.sources.formats.convert.read_capture` through its Format class."""
+        from functools import partial
+
+        from applier.sources.formats.convert import read_capture
+
+        return partial(read_capture, self.format_class())
+
+
+@dataclass(frozen=True)
+class CanonicalReader(Reader):
+    """applier's own change files (JSON Lines or Parquet): :func:`applier.sources.formats.
+    canonical.read_canonical` (a file whose commands carry sub-positions included)."""
+
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        from applier.sources.files import JSON_SUFFIXES
+
+        return JSON_SUFFIXES
+
+    def reading(self) -> Reading:
+        from applier.sources.formats.canonical import read_canonical
+
+        return read_canonical
+
+
+# Every input format, canonical included, by its --format name (iterates the names: the CLI's
+# choices, the API's check).
+FORMATS: dict[str, Reader] = {
+    "canonical": CanonicalReader("canonical", "canonical"),
+    "debezium": Reader("debezium", "debezium"),
+    "maxwell": Reader("maxwell", "maxwell"),
+    "wal2json": Reader("wal2json", "wal2json"),
+    "wal2json2": Reader("wal2json2", "wal2json"),
+    "mssql-cdc": Reader("mssql-cdc", "mssql_cdc"),
+}
+
+
+def reader(name: str) -> Reader:
+    """The reader of a --format name, or InputError listing the known ones."""
+    found = FORMATS.get(name)
+    if found is None:
+        raise InputError(f"unknown change format {name!r} (known: {', '.join(FORMATS)})")
+    return found
+
+
 def suffixes_of(capture: Options | None) -> tuple[str, ...]:
     """The text files a folder of ``capture``'s changes is read for (None or canonical: applier's
     own JSON Lines)."""
-    from applier.sources.files import JSON_SUFFIXES
-
-    if capture is None or capture.format == "canonical":
-        return JSON_SUFFIXES
-    return format_class(capture.format).suffixes
+    return reader(capture.format if capture is not None else "canonical").suffixes
 
 
 def format_class(name: str) -> type[Format]:
     """The Format class of a --format name, or InputError listing the known ones."""
-    from importlib import import_module
-
-    modules = {
-        "canonical": "canonical",
-        "debezium": "debezium",
-        "maxwell": "maxwell",
-        "wal2json": "wal2json",
-        "wal2json2": "wal2json",
-        "mssql-cdc": "mssql_cdc",
-    }
-    if name not in modules:
-        raise InputError(f"unknown change format {name!r} (known: {', '.join(FORMATS)})")
-    mod = import_module(f"applier.sources.formats.{modules[name]}")
-    classes: dict[str, type[Format]] = mod.FORMATS
-    return classes[name]
+    return reader(name).format_class()

@@ -20,17 +20,19 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from applier.articles import Article
 from applier.errors import InputError
-from applier.records.schema import CHANGE_SCHEMA
+from applier.records.schema import CHANGE_SCHEMA, ChangeRow, Validated
 from applier.sources import reading
 from applier.sources.canonical import validate_record
-from applier.sources.formats import Begin, Change, Commit, Expect, Format
+from applier.sources.files import InputFiles, change_files
+from applier.sources.formats import Begin, Change, Commit, Expect, Format, Options, Read
 from applier.sources.reading import KEPT, raise_errors
 
 PLACE = "_place"
@@ -265,11 +267,27 @@ def _counts(idx: int, it: Iterable[tuple[Any, ...]]) -> Iterator[tuple[int, int,
 
 
 # -- 5. number and validate --------------------------------------------------------------------
+class CapturedRow(NamedTuple):
+    """A capture's validated command: its source position, the row, the columns its update
+    left out as unchanged, and its transaction's commit time (or None)."""
+
+    source: str
+    change: ChangeRow
+    unchanged: list[str]
+    committed: float | None
+
+
+def _captured_row(v: Validated[CapturedRow]) -> tuple[Any, ...]:
+    """A validated capture row as Spark takes it (:data:`CAPTURED_SCHEMA`)."""
+    r = v.good
+    return (v.place, r.source, *r.change, r.unchanged, r.committed)
+
+
 def _numbered(fmt: Format, firsts: Mapping[int, tuple[int, int]]):  # type: ignore[no-untyped-def]
     articles = fmt.articles
     encoded = fmt.encoded
 
-    def part(idx: int, it: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+    def part(idx: int, it: Iterable[tuple[Any, ...]]) -> Iterator[Validated[CapturedRow]]:
         xact, lsn = firsts[idx]
         for t in it:
             if t[0] != "tx":
@@ -291,15 +309,15 @@ def _numbered(fmt: Format, firsts: Mapping[int, tuple[int, int]]):  # type: igno
                 }
                 try:
                     row = validate_record(rec, articles, c.place, None, encoded, unchanged=c.unchanged)
-                    yield (None, c.place, c.source, *row, list(c.unchanged), at)
+                    yield Validated(None, c.place, CapturedRow(c.source, row, list(c.unchanged), at))
                 except InputError as e:
                     # named by the capture's position, not the number it was given here
                     msg, numbered = str(e), f"{c.place}: lsn {lsn}"
                     if msg.startswith(numbered):
                         msg = f"{c.place}: {c.source}" + msg[len(numbered) :]
-                    yield (msg,)
+                    yield Validated.refused(msg)
                 except Exception as e:  # noqa: BLE001
-                    yield (_unexpected(c.place, e),)
+                    yield Validated.refused(_unexpected(c.place, e))
 
     return part
 
@@ -345,13 +363,56 @@ def captured(spark: SparkSession, fmt: Format, files: Sequence[Path], what: str 
         # hold its snapshot; the report's input says 0 changes.
         rows = grouped.mapPartitionsWithIndex(_numbered(fmt, firsts)).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(rows)
-        raise_errors(rows.filter(lambda r: r[0] is not None).map(lambda r: r[0]).take(KEPT), what)
-        df = spark.createDataFrame(rows.map(lambda r: r[1:]), CAPTURED_SCHEMA)
+        raise_errors(rows.filter(lambda v: v.error is not None).map(lambda v: v.error).take(KEPT), what)
+        df = spark.createDataFrame(rows.map(_captured_row), CAPTURED_SCHEMA)
         return Captured(df, xact, lsn, dups, tuple(cached), unchanged)
     except BaseException:
         for c in cached:
             c.unpersist()
         raise
+
+
+def read_capture(
+    cls: type[Format],
+    spark: SparkSession,
+    articles: Mapping[str, Article],
+    path: str | Path | None,
+    options: Options,
+    scanned: InputFiles | None = None,
+) -> Read:
+    """A capture's reading (:meth:`applier.sources.formats.Reader.reading`): the files at
+    ``path`` (or the format's own source, mssql-cdc's ``--source``) through its Format class
+    ``cls`` and :func:`captured`."""
+    fmt = cls(articles, options)
+    if path is None:
+        if options.source is None:
+            raise InputError(f"--format {options.format}: give --changes (or --source for mssql-cdc)")
+        files: tuple[Path, ...] = ()
+        origin = f"{options.format} from {options.capture_instance or 'the source'}"
+    else:
+        found = scanned or change_files(path, cls.suffixes)
+        files, origin = found.files, str(found.path)
+    got = captured(spark, fmt, files, origin)
+    notes = {
+        "format": options.format,
+        "transactions": got.transactions,
+        "changes": got.changes,
+        "duplicates_dropped": got.duplicates,
+        "fold_key_changes": options.fold_key_changes,
+        "unchanged_filled": got.unchanged,
+    }
+    return Read(
+        got.rows,
+        origin,
+        origin if options.format == "canonical" else f"{origin} ({options.format})",
+        options.format,
+        got.cached,
+        captured=True,
+        transactions=got.transactions,
+        changes=got.changes,
+        unchanged=got.unchanged,
+        notes=notes,
+    )
 
 
 def commit_times(rows: DataFrame, transactions: int, origin: str, fmt: str) -> tuple[float, ...]:

@@ -427,4 +427,4 @@ def _has_key(article: Article, image: Mapping[str, Any]) -> bool:
     return all(image.get(k) is not None for k in article.key)
 
 
-FORMATS: dict[str, type[Format]] = {"debezium": DebeziumFormat}
+CLASSES: dict[str, type[Format]] = {"debezium": DebeziumFormat}

@@ -177,4 +177,4 @@ def _has_key(article: Article, image: dict[str, Any]) -> bool:
     return all(image.get(k) is not None for k in article.key)
 
 
-FORMATS: dict[str, type[Format]] = {"maxwell": MaxwellFormat}
+CLASSES: dict[str, type[Format]] = {"maxwell": MaxwellFormat}

@@ -348,4 +348,4 @@ class Wal2json2(_Wal2json):
         return img
 
 
-FORMATS: dict[str, type[Format]] = {"wal2json": Wal2json, "wal2json2": Wal2json2}
+CLASSES: dict[str, type[Format]] = {"wal2json": Wal2json, "wal2json2": Wal2json2}

@@ -167,4 +167,4 @@ class MssqlCdcFormat(Format):
         return out
 
 
-FORMATS: dict[str, type[Format]] = {"mssql-cdc": MssqlCdcFormat}
+CLASSES: dict[str, type[Format]] = {"mssql-cdc": MssqlCdcFormat}
