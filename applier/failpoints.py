@@ -18,7 +18,8 @@ others may not have), ``apply.reapply`` (a reset round re-applied on one connect
 committed), ``apply.reapplied`` (committed), ``barrier.apply`` (a schema change,
 statement or procedure between segments sent with its watermark, not committed),
 ``barrier.applied`` (committed, the next segment not begun), ``apply.done``,
-``verify.read``; and
+``verify.read``; ``payload.parse`` (a DDL, SQL or PROC event's payload parsed, in whichever
+process: counted, the passes say how often a run decodes its events); and
 ``applier capture``'s ``capture.written`` (a batch written and fsynced to ``--out``, not yet
 confirmed on the slot).
 

@@ -188,12 +188,12 @@ def run(
                 # Schema changes, statements and procedures: few, collected once (row commands
                 # never are). A generated stream has none.
                 # Their payloads are decoded here, once for every subscription.
-                rows: Any = []
-                if reading:
-                    rows = cs.events
-                    if rows is None:
-                        rows = cs.changes.where(F.col("op").isin(*EVENT_OPS)).orderBy("lsn").collect()
-                events = list(stream_events(rows, cs.schemas))
+                events: list[StreamEvent] = []
+                if reading and cs.events is not None:  # decoded by the validation
+                    events = list(cs.events)
+                elif reading:
+                    rows = cs.changes.where(F.col("op").isin(*EVENT_OPS)).orderBy("lsn").collect()
+                    events = list(stream_events(rows, cs.schemas))
             read_seconds = time.perf_counter() - t
             for s in subs:
                 if s.name in held:

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from applier import failpoints
 from applier.articles import Article, Column, SqlType, parse_type
 from applier.errors import ConfigError, InputError
 from applier.values import encode, to_param
@@ -54,6 +55,7 @@ class SchemaChange:
 
     @staticmethod
     def parse(article: str, lsn: int, version: int, payload: Any, where: str) -> SchemaChange:
+        failpoints.reach("payload.parse")
         if not isinstance(payload, Mapping):
             raise InputError(f"{where}: a DDL event needs a 'ddl' object with action and column")
         action = payload.get("action")
@@ -190,6 +192,10 @@ class Schemas:
     def has_changes(self, name: str) -> bool:
         return bool(self.starts.get(name))
 
+    def change(self, name: str, lsn: int) -> SchemaChange | None:
+        """The schema change of ``name`` at ``lsn``, where these schemas hold one."""
+        return next((c for c in self.changes if c.article == name and c.lsn == lsn), None)
+
 
 # -- SQL statements ----------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -207,6 +213,7 @@ class SqlStatement:
 
     @staticmethod
     def parse(payload: Any, where: str) -> SqlStatement:
+        failpoints.reach("payload.parse")
         if not isinstance(payload, Mapping):
             raise InputError(f"{where}: a SQL event needs a 'sqldml' object")
         op = payload.get("operator")
@@ -265,6 +272,7 @@ class AppliedProcedure:
 
     @staticmethod
     def parse(payload: Any, where: str) -> AppliedProcedure:
+        failpoints.reach("payload.parse")
         if not isinstance(payload, Mapping):
             raise InputError(f"{where}: a PROC event needs a 'procedure' object")
         name = payload.get("procedure")
@@ -306,14 +314,13 @@ def stream_events(rows: Iterable[Any], schemas: Schemas | None = None) -> tuple[
     """The validated EVENT_OPS rows (``lsn``, ``article``, ``op``, ``schema_version``, ``after``:
     the canonical payload JSON) -> :class:`StreamEvent`, each payload decoded once. A schema
     change is the one ``schemas`` already holds for its (article, lsn), not decoded again."""
-    known = {(c.article, c.lsn): c for c in (schemas.changes if schemas is not None else ())}
     out: list[StreamEvent] = []
     for r in rows:
         lsn, name, op, version = int(r["lsn"]), str(r["article"]), str(r["op"]), int(r["schema_version"])
         where = f"lsn {lsn}"
         payload: Payload
         if op == "DDL":
-            held = known.get((name, lsn))
+            held = schemas.change(name, lsn) if schemas is not None else None
             payload = held if held is not None else SchemaChange.parse(name, lsn, version, _decode(r), where)
         elif op == "PROC":
             payload = AppliedProcedure.parse(_decode(r), where)

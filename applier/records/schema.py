@@ -48,6 +48,9 @@ class Validated(NamedTuple, Generic[R]):
     error: str | None
     place: str = ""
     row: R | None = None
+    # an event's payload decoded by the validation (applier.records.events.StreamEvent): the
+    # driver takes it as it is, never decoding the row's JSON text again
+    event: Any = None
 
     @staticmethod
     def refused(error: str) -> Validated[Any]:

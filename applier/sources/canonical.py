@@ -12,7 +12,7 @@ from typing import Any
 
 from applier.articles import Article
 from applier.errors import InputError
-from applier.records.events import AppliedProcedure, SchemaChange, Schemas, SqlStatement
+from applier.records.events import AppliedProcedure, SchemaChange, Schemas, SqlStatement, StreamEvent
 from applier.records.schema import EVENT_OPS, ROW_OPS, ChangeRow, SnapshotRow
 from applier.values import ValueError_, dumps_image, key_text, validate_encoded
 
@@ -140,6 +140,24 @@ def validate_schema_change(rec: Any, articles: Mapping[str, Article], place: str
     return change
 
 
+def validate_event(
+    rec: Any, articles: Mapping[str, Article], place: str, schemas: Schemas | None = None
+) -> tuple[ChangeRow, StreamEvent]:
+    """A DDL, SQL or PROC record -> its :class:`ChangeRow` (the payload as canonical JSON text)
+    and its :class:`StreamEvent`, the payload decoded and parsed here once: the driver takes
+    the event as it is (it is not decoded from the row again). A schema change that ``schemas``
+    holds (the driver's scan parsed it) is that one, not parsed again."""
+    lsn, xact, cmd, version, name, _, op = _head(rec, articles, place)
+    where = f"{place}: lsn {lsn}"
+    if op not in EVENT_OPS:
+        raise InputError(f"{where}: expected a DDL, SQL or PROC event, got op {_shown(op)}")
+    known = schemas.change(name, lsn) if op == "DDL" and schemas is not None else None
+    payload = known if known is not None and known.version == version else _event(rec, op, name, lsn, where)
+    text = json.dumps(payload.payload(), sort_keys=True, separators=(",", ":"))
+    row = ChangeRow(lsn, xact, cmd, name, op, version, None, text, [], None, None)
+    return row, StreamEvent(lsn, xact, name, op, version, payload)
+
+
 def validate_record(
     rec: Any,
     articles: Mapping[str, Article],
@@ -161,10 +179,7 @@ def validate_record(
     lsn, xact, cmd, version, name, article, op = _head(rec, articles, place)
     where = f"{place}: lsn {lsn}"
     if op in EVENT_OPS:
-        payload = json.dumps(
-            _event(rec, op, name, lsn, where).payload(), sort_keys=True, separators=(",", ":")
-        )
-        return ChangeRow(lsn, xact, cmd, name, op, version, None, payload, [], None, None)
+        return validate_event(rec, articles, place, schemas)[0]
     if op not in ROW_OPS:
         raise InputError(f"{where}: op must be I, U, D, DDL, SQL or PROC, got {_shown(op)}")
     if schemas is not None and schemas.has_changes(name):

@@ -20,9 +20,14 @@ from pyspark.sql import functions as F
 
 from applier.articles import Article
 from applier.errors import InputError
-from applier.records.events import Schemas
-from applier.records.schema import CHANGE_SCHEMA, SNAPSHOT_SCHEMA, ChangeRow, Validated
-from applier.sources.canonical import validate_record, validate_schema_change, validate_snapshot_row
+from applier.records.events import SchemaChange, Schemas, StreamEvent
+from applier.records.schema import CHANGE_SCHEMA, EVENT_OPS, SNAPSHOT_SCHEMA, ChangeRow, Validated
+from applier.sources.canonical import (
+    validate_event,
+    validate_record,
+    validate_schema_change,
+    validate_snapshot_row,
+)
 
 PLACE = "_place"  # file:line of a validated row, dropped once the checks across rows are done
 KEPT = 1000  # bad records' errors kept at most (--errors all prints them; the message names the first)
@@ -131,6 +136,26 @@ def _errors(rdd: Any, noun: str) -> int:
     return got.good
 
 
+def validated(
+    rec: Any, articles: Mapping[str, Article], place: str, schemas: Schemas | None = None
+) -> Validated[ChangeRow]:
+    """A decoded change record validated (InputError otherwise); an event's payload decoded
+    and parsed once, here, and carried with it (``event``)."""
+    if isinstance(rec, Mapping) and rec.get("op") in EVENT_OPS:
+        row, event = validate_event(rec, articles, place, schemas)
+        return Validated(None, place, row, event)
+    return Validated(None, place, validate_record(rec, articles, place, schemas))
+
+
+def _is_event(row: ChangeRow) -> bool:
+    return row.op in EVENT_OPS
+
+
+def events_of(found: Iterable[Validated[Any]]) -> list[StreamEvent]:
+    """The events the validation decoded, in lsn order."""
+    return sorted((v.event for v in found if v.event is not None), key=lambda e: e.lsn)
+
+
 def placed_row(v: Validated[Any]) -> tuple[Any, ...]:
     """A validated row as Spark takes it: ``_place`` first, then the row's fields."""
     return (v.place, *v.good)
@@ -167,12 +192,14 @@ def validate_lines(
     small: bool = False,
     origin: str = "",
     rows_out: list[Any] | None = None,
+    events_out: list[StreamEvent] | None = None,
 ) -> DataFrame:
     """JSON Lines files -> validated rows with their ``_place``; InputError naming file:line on
     the first bad ones. ``small``: one partition per file (zipWithIndex then needs no job), the
     rows gathered on the driver, where the checks across rows run (:func:`check_positions` or
     :func:`check_snapshot_keys`, ``origin`` naming the input), and added to ``rows_out``
-    (:class:`ChangeRow` or :class:`SnapshotRow`)."""
+    (:class:`ChangeRow` or :class:`SnapshotRow`); the stream's events, decoded by the
+    validation, are added to ``events_out`` (in lsn order)."""
     sc = spark.sparkContext
 
     def parse(text: str, place: str, _file: int, _line: int) -> Iterator[Validated[Any]]:
@@ -180,7 +207,7 @@ def validate_lines(
         if snapshot:
             yield Validated(None, place, validate_snapshot_row(rec, articles, place))
         else:
-            yield Validated(None, place, validate_record(rec, articles, place, schemas))
+            yield validated(rec, articles, place, schemas)
 
     def refuse(place: str, e: Exception, _file: int, _line: int) -> Validated[Any]:
         if isinstance(e, json.JSONDecodeError):
@@ -204,6 +231,8 @@ def validate_lines(
             )
         if rows_out is not None:
             rows_out.extend(v.good for v in rows)
+        if events_out is not None:
+            events_out.extend(events_of(rows))
         placed = [placed_row(v) for v in rows]
         # in as many partitions as the rows fill (a list would be cut into the session's
         # default parallelism: 8 tasks of a few rows in every stage that reads them)
@@ -211,10 +240,13 @@ def validate_lines(
         return spark.createDataFrame(sc.parallelize(placed, slices), schema)
     rdd = rdd.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        _errors(rdd, noun)
+        got = _summary(rdd, None if snapshot else _is_event)  # one job: errors, counts, events
+        got.raise_errors(noun)
     except InputError:
         rdd.unpersist()
         raise
+    if events_out is not None:
+        events_out.extend(events_of(got.found))
     return spark.createDataFrame(rdd.map(placed_row), schema)
 
 
@@ -232,23 +264,20 @@ def parquet_subpositions(path: Path, df: DataFrame) -> bool:
     return bool(spark_read(path, lambda: df.where(F.col("seq").isNotNull()).limit(1).count()))
 
 
-def _ddl(row: ChangeRow) -> bool:
-    return row.op == "DDL"
-
-
 def validate_parquet(
     spark: SparkSession, path: Path, articles: Mapping[str, Article], df: DataFrame
-) -> tuple[DataFrame, int, Schemas | None]:
+) -> tuple[DataFrame, int, Schemas | None, list[StreamEvent]]:
     """The rows of :func:`parquet_changes` validated, with their ``_place``, how many there
     are, and the schema versions of its DDL rows; InputError naming the file on the first bad
     ones. One pass, which finds the DDL rows as it validates them (an event's validation needs
     no schema version); a file that holds some is validated once more, each command against
-    the version of its article at its lsn (the first pass's errors may be of that)."""
+    the version of its article at its lsn (the first pass's errors may be of that); and its
+    events, decoded by the first pass."""
     missing = [f for f in ("lsn", "xact_seqno", "command_id", "article", "op") if f not in df.columns]
     if missing:
         raise InputError(f"{path}: not a canonical change file, missing column(s) {missing}")
 
-    def validated(schemas: Schemas | None) -> Any:
+    def checked(schemas: Schemas | None) -> Any:
         def check(r: Any) -> Validated[Any]:
             d = r.asDict()
             place = str(d["_file"])
@@ -259,7 +288,7 @@ def validate_parquet(
                     except json.JSONDecodeError as e:
                         return Validated.refused(f"{place}: lsn {d.get('lsn')}: {img} is not JSON: {e.msg}")
             try:
-                return Validated(None, place, validate_record(d, articles, place, schemas))
+                return validated(d, articles, place, schemas)
             except InputError as e:
                 return Validated.refused(str(e))
             except Exception as e:  # noqa: BLE001 - any record the checks cannot handle is refused
@@ -267,17 +296,20 @@ def validate_parquet(
 
         return df.rdd.map(check).persist(StorageLevel.MEMORY_AND_DISK)
 
-    rdd = validated(None)
-    got = spark_read(path, lambda: _summary(rdd, _ddl))
-    schemas = schemas_from(articles, [(v.place, v.good._asdict()) for v in got.found])
+    rdd = checked(None)
+    got = spark_read(path, lambda: _summary(rdd, _is_event))
+    events = events_of(got.found)
+    changes = [e.payload for e in events if isinstance(e.payload, SchemaChange)]
+    schemas = Schemas.build(articles, changes) if changes else None
     if schemas is None:
         got.raise_errors("change file")
         good = got.good
     else:  # its commands validated again, against their schema versions
         rdd.unpersist()
-        rdd = validated(schemas)
+        rdd = checked(schemas)
         good = spark_read(path, lambda: _errors(rdd, "change file"))
-    return spark.createDataFrame(rdd.map(placed_row), f"{PLACE} string, {CHANGE_SCHEMA}"), good, schemas
+    placed = spark.createDataFrame(rdd.map(placed_row), f"{PLACE} string, {CHANGE_SCHEMA}")
+    return placed, good, schemas, events
 
 
 def snapshot_parquet(spark: SparkSession, path: Path, articles: Mapping[str, Article]) -> DataFrame:

@@ -108,7 +108,7 @@ def test_a_canonical_file_is_read_by_one_spark_job(spark, tmp_path) -> None:
     try:
         # the stream is whole: its schema change known, its rows validated against it
         assert cs.schemas is not None and cs.schemas.version_at(ART, 4) == 2
-        assert cs.rows == 4 and cs.events is not None and [e["op"] for e in cs.events] == ["DDL"]
+        assert cs.rows == 4 and cs.events is not None and [e.op for e in cs.events] == ["DDL"]
         # the validation pass alone: no sniff for "DDL" (was 2 jobs) nor for "seq" (was 2)
         assert len(jobs) == 1, jobs
     finally:

@@ -97,3 +97,26 @@ def test_stream_events_decode_a_schema_change_the_schemas_do_not_hold(monkeypatc
         30, 30, ART.name, "DDL", 2, SchemaChange.parse(ART.name, 30, 2, ADD, "lsn 30")
     )
     assert d.decoded == {("DDL", None): 1}
+
+
+def test_the_validation_decodes_an_event_once_and_keeps_it(monkeypatch):
+    from applier.records.events import Schemas
+    from applier.sources.reading import validated
+
+    schemas = Schemas.build(ARTICLES, [SchemaChange.parse(ART.name, 30, 2, ADD, "lsn 30")])
+    want = SqlStatement.parse(SQL, "lsn 10")
+    d = count_decodes(monkeypatch)
+    head = {"xact_seqno": 1, "command_id": 1, "article": ART.name, "schema_version": 1}
+    sql = validated(head | {"lsn": 10, "op": "SQL", "sqldml": SQL}, ARTICLES, "c.jsonl:1", schemas)
+    ddl = validated(_ddl(30, 2, ADD), ARTICLES, "c.jsonl:3", schemas)
+    insert = head | {"lsn": 20, "op": "I", "after": {"id": 1, "n": 2}}
+    row = validated(insert, ARTICLES, "c.jsonl:2", schemas)
+    assert isinstance(sql.event, StreamEvent) and sql.event.payload == want
+    assert json.loads(sql.good.after) == sql.event.payload.payload()  # the row keeps its text
+    # the schema change the driver's scan parsed is the one the validation gives: not parsed again
+    assert ddl.event.payload is schemas.changes[0] and ddl.good.op == "DDL"
+    assert row.event is None and row.good.op == "I"
+    assert d.parsed == {("SQL", 10): 1}
+    # a schema change whose version is not the one the scan parsed is parsed (and checked) here
+    other = validated(_ddl(30, 3, ADD), ARTICLES, "c.jsonl:3", schemas)
+    assert other.event.payload is not schemas.changes[0] and other.event.payload.version == 3

@@ -37,7 +37,7 @@ from applier.errors import InputError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from applier.records.events import Schemas
+    from applier.records.events import Schemas, StreamEvent
     from applier.records.schema import ChangeRow
     from applier.sources.files import InputFiles
 
@@ -198,6 +198,9 @@ class Read:
     # A small file's rows, read on the driver (where its positions were checked): the stream's
     # events, transactions and commands are then known without a job
     at_hand: list[ChangeRow] | None = None
+    # The stream's DDL, SQL and PROC events as the validation decoded them, in lsn order (None:
+    # not gathered; the run collects them from ``rows``)
+    events: tuple[StreamEvent, ...] | None = None
     captured: bool = False  # a capture's rows: with their source position and commit time
     transactions: int = 0  # a capture's, counted as it was read
     changes: int = 0

@@ -155,14 +155,15 @@ def read_canonical(
         df = reading.parquet_changes(spark, path)
         if reading.parquet_subpositions(path, df):
             return read_capture(CanonicalSeqFormat, spark, articles, path, Options(), found)
-        placed, good, schemas = reading.validate_parquet(spark, path, articles, df)
+        placed, good, schemas, events = reading.validate_parquet(spark, path, articles, df)
     else:
         if _has_subpositions(spark, found):
             return read_capture(CanonicalSeqFormat, spark, articles, path, Options(), found)
         schemas = reading.schemas_of(spark, articles, found.events, found.ddl_lines)
         at_hand = [] if found.small else None  # a small file's rows, its positions checked
+        events = []
         placed = reading.validate_lines(
-            spark, found.files, articles, False, schemas, found.small, str(path), at_hand
+            spark, found.files, articles, False, schemas, found.small, str(path), at_hand, events
         )
     placed = placed.persist(StorageLevel.MEMORY_AND_DISK)
     if found.parquet and good == 0:
@@ -174,7 +175,7 @@ def read_canonical(
     except BaseException:
         placed.unpersist()
         raise
-    return Read(placed, str(path), str(path), "canonical", (placed,), schemas, at_hand)
+    return Read(placed, str(path), str(path), "canonical", (placed,), schemas, at_hand, tuple(events))
 
 
 def _has_subpositions(spark: SparkSession, found: InputFiles) -> bool:
