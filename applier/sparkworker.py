@@ -57,6 +57,7 @@ PRELOAD = (
     "applier.sources.columnar",
     "applier.sources.hazards",
     "applier.sources.reading",
+    "applier.sources.positions",
     "applier.sources.formats.convert",
     "applier.verify.target",
 )

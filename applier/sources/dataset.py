@@ -30,7 +30,7 @@ from applier.records.schema import (
     ChangeRow,
     SnapshotRow,
 )
-from applier.sources import reading
+from applier.sources import positions, reading
 from applier.sources.files import InputFiles, Inputs, input_files
 from applier.sources.formats import Options, reader
 from applier.sources.generator import generate_lane, lane_count
@@ -192,8 +192,9 @@ def read_changes(
     ``FORMATS[name].read``, one pipeline for every format (:mod:`applier.sources.formats`).
     ``scanned``: the driver's scan of these paths (:func:`applier.sources.files.check_inputs`;
     None: scanned here), which says what the files hold: no Spark job reads them to find out."""
-    from applier.sources.formats.convert import COMMITTED, PLACE, SOURCE, UNCHANGED
+    from applier.sources.formats.convert import COMMITTED, SOURCE, UNCHANGED
     from applier.sources.formats.unchanged import fill_unchanged
+    from applier.sources.positions import PLACE
 
     articles = {a.name: a for a in config.articles}
     scanned = scanned or Inputs()
@@ -265,11 +266,11 @@ def _read_snapshot(
     snap_placed = snap_placed.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         if snap_files.parquet or not snap_files.small:  # else checked as it was read
-            reading.check_snapshot_keys(snap_placed)
+            positions.check_snapshot_keys(snap_placed)
     except BaseException:
         snap_placed.unpersist()
         raise
-    return snap_placed.drop(reading.PLACE), (snap_placed,), None if gathered is None else len(gathered)
+    return snap_placed.drop(positions.PLACE), (snap_placed,), None if gathered is None else len(gathered)
 
 
 def write_changes(cs: ChangeSet, out: str | Path, fmt: str = "jsonl") -> tuple[Path, Path]:

@@ -13,7 +13,8 @@ from applier.articles import Article, Column, parse_type
 from applier.errors import InputError
 from applier.records.schema import ARROW_CHANGE, CHANGE_FIELDS, ChangeRow, SnapshotRow, Validated
 from applier.sources.canonical import validate_record, validate_snapshot_row
-from applier.sources.reading import Position, _position_faults, placed_row
+from applier.sources.positions import Position, position_faults
+from applier.sources.reading import placed_row
 
 ART = Article("dbo", "t", (Column("id", parse_type("int")), Column("n", parse_type("int"))), ("id",))
 ARTICLES = {ART.name: ART}
@@ -56,13 +57,13 @@ def test_a_validated_record_is_placed_or_refused() -> None:
 
 def test_positions_are_checked_by_name() -> None:
     ok = [Position(1, 1, 1, "f:1"), Position(2, 1, 2, "f:2"), Position(3, 2, 1, "f:3")]
-    _position_faults(ok, "f")
+    position_faults(ok, "f")
     late = [Position(1, 1, 1, "f:1"), Position(2, 2, 1, "f:2"), Position(3, 1, 2, "f:3")]
     with pytest.raises(InputError, match=r"^f:3: lsn 3 \(xact_seqno 1, command_id 2\) comes after lsn 2"):
-        _position_faults(late, "f")
+        position_faults(late, "f")
     twice = [Position(1, 1, 1, "f:1"), Position(1, 1, 2, "f:2"), Position(1, 1, 3, "f:4")]
     with pytest.raises(InputError, match=r"^f: lsn=1 appears 3 times \(f:1, f:2\)"):
-        _position_faults(twice, "f")
+        position_faults(twice, "f")
 
 
 def test_every_format_is_a_reader_of_one_interface() -> None:

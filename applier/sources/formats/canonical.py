@@ -27,12 +27,12 @@ from pyspark.sql import functions as F
 from applier.articles import Article
 from applier.errors import InputError
 from applier.records.schema import ROW_OPS, ChangeRow
-from applier.sources import reading
+from applier.sources import positions, reading
 from applier.sources.canonical import position
 from applier.sources.files import PARQUET_SUFFIX, InputFiles, change_files
 from applier.sources.formats import Change, Format, Item, Options, Read
 from applier.sources.formats.convert import read_capture
-from applier.sources.reading import Position, position_ends
+from applier.sources.positions import Position, position_ends
 
 
 class CanonicalSeqFormat(Format):
@@ -113,7 +113,7 @@ class CanonicalSeqFormat(Format):
     def combine(self, changes: list[Change]) -> list[Change]:
         """(lsn, seq) names one command, and (lsn, seq) order is command_id order in a
         transaction (the changes come in (lsn, seq) order): a canonical file's check of positions
-        (:func:`applier.sources.reading.position_ends`), with (lsn, seq) for the lsn."""
+        (:func:`applier.sources.positions.position_ends`), with (lsn, seq) for the lsn."""
         rows = (Position(c.pos[:2], 0, c.pos[2], c) for c in changes)
         for ends in position_ends(0, rows):
             if ends.fault is not None:
@@ -171,7 +171,7 @@ def read_canonical(
         raise InputError(f"{path}: no change records; nothing to apply")
     try:
         if at_hand is None:
-            reading.check_positions(placed, str(path))
+            positions.check_positions(placed, str(path))
     except BaseException:
         placed.unpersist()
         raise

@@ -33,9 +33,9 @@ from applier.sources import reading
 from applier.sources.canonical import validate_record
 from applier.sources.files import InputFiles, change_files
 from applier.sources.formats import Begin, Change, Commit, Expect, Format, Options, Read
+from applier.sources.positions import PLACE
 from applier.sources.reading import KEPT, raise_errors
 
-PLACE = "_place"
 SOURCE = "_source"
 UNCHANGED = "_unchanged"  # columns an update's new row left out as unchanged (formats.unchanged)
 COMMITTED = "_committed"  # the transaction's commit time at the publisher, epoch seconds (or null)

@@ -43,7 +43,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from applier.errors import InputError
-from applier.sources.formats.convert import PLACE, SOURCE, UNCHANGED
+from applier.sources.formats.convert import SOURCE, UNCHANGED
+from applier.sources.positions import PLACE
 from applier.sources.reading import KEPT, raise_errors
 from applier.sparkenv import without_aqe
 from applier.values import dumps_image
