@@ -70,6 +70,20 @@ def _lines(texts: pa.Array) -> pa.Buffer:
     return data.slice(start, stop - start)
 
 
+_INT_KEY = r"^\[-?(?:0|[1-9][0-9]*)\]$"  # a key of one JSON integer
+
+
+def _int_key(keys: pa.Array) -> pa.Array | None:
+    """Keys of one integer each as int64, cast from their text (a tenth of a JSON read's
+    time); None when some key is not one JSON integer of int64 (read as JSON then)."""
+    if not pc.all(pc.match_substring_regex(keys, _INT_KEY), min_count=0).as_py():
+        return None
+    try:
+        return pc.cast(pc.utf8_slice_codeunits(keys, 1, -1), pa.int64())
+    except pa.ArrowInvalid:  # beyond int64
+        return None
+
+
 class _Image:
     """How one article's image (or key) is read: the field names of its JSON objects, each
     field's value column and class."""
@@ -138,6 +152,7 @@ class _ArticleReader:
         k = len(keys)
         self.key_pattern = r"^\[" + ",".join([_SCALAR] * k) + r"\]$"
         self.key_object = "{" + ",".join(f'"{i}":\\{i + 1}' for i in range(k)) + "}"
+        self.int_key = k == 1 and value_class(keys[0])[0] == "i"
 
     def read(self, after: pa.Array, key: pa.Array) -> tuple[dict[str, pa.Array], pa.Array]:
         """The value columns of rows (``after`` and ``key_before`` texts), and which rows are
@@ -146,6 +161,11 @@ class _ArticleReader:
         a_vals, a_unread = self.after.read(pc.fill_null(after, "{}"))
         for (_, name, _), v in zip(self.after.fields, a_vals, strict=True):
             out[name] = v
+        if self.int_key:  # [integer] (the usual key): no JSON to read
+            ints = _int_key(key)
+            if ints is not None:
+                out[self.key.fields[0][1]] = ints
+                return out, a_unread
         objects = pc.replace_substring_regex(key, self.key_pattern, self.key_object)
         bad = pc.fill_null(pc.starts_with(objects, "["), False)  # not k scalars: row by row
         objects = pc.if_else(bad, "{}", pc.fill_null(objects, "{}"))

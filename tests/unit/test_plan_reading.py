@@ -80,3 +80,14 @@ def test_an_empty_batch_and_one_read_already():
     assert empty.num_rows == 0 and empty.schema.names[-1] == UNREAD
     once = with_value_columns(_batch([("dbo.b", None, '["q"]')]), ARTICLES)
     assert with_value_columns(once, ARTICLES) is once
+
+
+def test_a_key_of_one_integer_is_cast_from_its_text_unless_it_is_no_int64():
+    keys = ["[-5]", None, "[0]", "[9223372036854775807]"]
+    got = with_value_columns(_batch([("dbo.a", None, k) for k in keys]), ARTICLES)
+    assert got.column("_ki0").to_pylist() == [-5, None, 0, 9223372036854775807]
+    assert got.column(UNREAD).to_pylist() == [False] * 4
+    for odd in ("[9223372036854775808]", "[01]", '["7"]', "[7.0]", "[true]"):  # the per-row planner's
+        got = with_value_columns(_batch([("dbo.a", None, odd), ("dbo.a", None, "[3]")]), ARTICLES)
+        assert got.column(UNREAD).to_pylist() == [True, False], odd
+        assert got.column("_ki0").to_pylist() == [None, 3], odd
