@@ -37,6 +37,7 @@ from applier.apply.share import Share, Shares
 from applier.apply.streams import Streamed, Task, run_streams
 from applier.errors import TargetError
 from applier.plan.calls import Call, Planner
+from applier.plan.reading import with_values
 from applier.targets.progress import ProgressTable
 
 log = logging.getLogger("applier.apply")
@@ -86,7 +87,8 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
         progress = ProgressTable(dialect)
         done_round = _done_round(sender, progress, job, s)
         upsert = progress.upsert_sql
-        incoming = Shares(batches)
+        # procedure calls are planned from the value columns (a fed stream's batches have them)
+        incoming = Shares(batches if job.set_apply else with_values(batches, job.articles))
         rdv = meet(rendezvous, s)
         sender.attach(rdv if isinstance(rdv, GateClient) else None)
         wait_s = 0.0

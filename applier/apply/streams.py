@@ -19,7 +19,7 @@ import os
 import re
 import shutil
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,8 +31,10 @@ from applier.apply.events import EVENT_SCHEMA
 from applier.apply.gate import GateServer
 from applier.apply.job import StreamJob
 from applier.apply.rendezvous import Address, Coordinator
+from applier.articles import Article
 from applier.errors import ApplierError, ConfigError, TargetError
 from applier.plan.columns import row_bytes_bound
+from applier.plan.reading import with_value_columns
 from applier.sparkenv import DISK_ONLY_ABOVE, arrow_batches_by_rows, write_run_parquet
 from applier.sparkenv.slots import local_slots
 
@@ -116,16 +118,24 @@ def clear_feeds(work_dir: str | Path, name: str) -> list[Path]:
 
 
 def write_feed(
-    spark: SparkSession, planned: DataFrame, folder: str | Path, row_bytes: int | None
+    spark: SparkSession,
+    planned: DataFrame,
+    folder: str | Path,
+    row_bytes: int | None,
+    articles: Sequence[Article] = (),
 ) -> list[int]:
     """Write partition i of ``planned`` (stream i, laid out) to ``folder/stream-i.arrow`` as
-    the Arrow batches a stream task would receive; the rows written per stream. A file
-    appears whole or not at all (written aside, then renamed)."""
+    the Arrow batches a stream task would receive; the rows written per stream. With
+    ``articles`` (procedure calls of the agent model) the batches are written with their
+    value columns (:func:`applier.plan.reading.with_value_columns`), made here, in the plan
+    phase. A file appears whole or not at all (written aside, then renamed)."""
     path = str(folder)
     os.makedirs(path, exist_ok=True)
     from pyspark.sql.pandas.types import to_arrow_schema
 
     empty = to_arrow_schema(planned.schema)
+    if articles:
+        empty = with_value_columns(pa.RecordBatch.from_pylist([], schema=empty), articles).schema
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -139,6 +149,8 @@ def write_feed(
         with pa.OSFile(aside, "wb") as f:
             writer: pa.ipc.RecordBatchStreamWriter | None = None
             for b in batches:
+                if articles:
+                    b = with_value_columns(b, articles)
                 if writer is None:
                     writer = pa.ipc.new_stream(f, b.schema)
                 writer.write_batch(b)

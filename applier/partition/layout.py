@@ -11,10 +11,8 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from applier.articles import Article, Syntax
-from applier.plan.columns import column_types, value_class, value_columns
 from applier.records.schema import SHARE_FIELDS
 
 
@@ -59,69 +57,15 @@ def route_values(n: int) -> dict[int, int]:
     return route
 
 
-_SPARK_TYPES = {
-    "bigint": T.LongType(),
-    "boolean": T.BooleanType(),
-    "double": T.DoubleType(),
-    "string": T.StringType(),
-}
-
-
-def spark_ident(name: str) -> str:
-    """A name as a Spark SQL identifier: in backticks, a backtick doubled."""
-    return "`" + name.replace("`", "``") + "`"
-
-
-def spark_string(text: str) -> str:
-    """A text as a Spark SQL string literal: in single quotes, backslash and quote escaped."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def with_values(df: DataFrame, articles: Sequence[Article]) -> DataFrame:
-    """``df`` with the value columns of :mod:`applier.plan.columns`: each article's after-image
-    values and ``key_before`` values, read from the JSON texts (one ``from_json`` per image),
-    typed by their canonical class; NULL in the columns an article does not use."""
-    types = column_types(articles)
-    if not types:
-        return df
-    art = F.col("article")
-    imgs = []
-    cases: dict[str, list[str]] = {name: [] for name in types}
-    for j, a in enumerate(articles):
-        schema = T.StructType([T.StructField(c.name, _SPARK_TYPES[value_class(c)[1]]) for c in a.replicated])
-        imgs.append(F.when(art == a.name, F.from_json(F.col("after"), schema)).alias(f"_img{j}"))
-        vc = value_columns(a)
-        when = f"WHEN {spark_string(a.name)} THEN "
-        for name, c in zip(vc.after, a.replicated, strict=True):
-            cases[name].append(f"{when}`_img{j}`.{spark_ident(c.name)}")
-        for i, (name, c) in enumerate(zip(vc.key, a.key_columns, strict=True)):
-            # get: NULL past the array's end (its [] subscript raises under ANSI, Spark 4's default)
-            v = f"get(`_keys`, {i})"
-            if value_class(c)[0] != "s":
-                v = f"CAST({v} AS {types[name]})"
-            cases[name].append(f"{when}{v}")
-    keys = F.from_json(F.col("key_before"), T.ArrayType(T.StringType())).alias("_keys")
-    # Two projections: each image is parsed once, however many columns read it. The second is
-    # SQL text: one call to the JVM, where building it as Columns took ~1,000 (~0.25 s a run).
-    staged = df.select("*", *imgs, keys)
-    picks = [
-        f"CAST(CASE `article` {' '.join(whens)} END AS {types[name]}) AS {spark_ident(name)}"
-        for name, whens in cases.items()
-    ]
-    return staged.selectExpr(*[spark_ident(c) for c in df.columns], *picks)
-
-
-def lay_out(
-    partitioned: DataFrame, n: int, articles: Sequence[Article] = (), values: bool = False
-) -> DataFrame:
+def lay_out(partitioned: DataFrame, n: int, articles: Sequence[Article] = ()) -> DataFrame:
     """``partitioned`` (with ``stream`` and ``round``) laid out for the stream tasks: partition
     i holds stream i's rows in lsn order, only the columns a share needs (plus ``deps`` for
     writeset). With ``articles``, the before image of updates whose procedure takes the key
     only (CALL, SCALL, MCALL) is left behind: nothing in the stream task reads it, and it is
     half of what travels from the JVM to the tasks. An article with a unique or a foreign key
     keeps it: the explanation of a run's resets reads the values its update frees
-    (:mod:`applier.partition.dependencies`). With ``values`` (procedure calls of the agent
-    model) the rows also carry their values as typed columns (:func:`with_values`)."""
+    (:mod:`applier.partition.dependencies`). The typed value columns procedure calls are
+    planned from are made in Python, from these rows' Arrow batches (:mod:`applier.plan.reading`)."""
     keyed = [
         a.name
         for a in articles
@@ -134,12 +78,10 @@ def lay_out(
     route = route_values(n)
     mapping = F.create_map(*[x for s, v in sorted(route.items()) for x in (F.lit(s), F.lit(v).cast("long"))])
     cols = list(SHARE_FIELDS) + (["deps"] if "deps" in partitioned.columns else [])
-    laid_out = (
+    return (
         partitioned.select(*cols)
         .withColumn("_route", mapping[F.col("stream")])
         .repartition(n, "_route")
         .sortWithinPartitions("lsn")
         .drop("_route")
     )
-    # After the shuffle: the value columns are read where the rows are, not moved.
-    return with_values(laid_out, articles) if values and articles else laid_out

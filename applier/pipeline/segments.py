@@ -42,7 +42,7 @@ from applier.articles import Article
 from applier.config import Subscription
 from applier.distribute.routing import sub_articles
 from applier.errors import ApplierError
-from applier.partition.layout import lay_out, with_values
+from applier.partition.layout import lay_out
 from applier.partition.strategies import Timed, cut
 from applier.pipeline import cost
 from applier.pipeline.barriers import Plan, Say, applied_barriers, apply_barrier
@@ -207,18 +207,19 @@ def _plan(
     )
     if not n_rounds:
         return None
-    # The agent's procedure calls are planned from typed value columns (plan.columns).
+    # The agent's procedure calls are planned from typed value columns (plan.columns), made
+    # from the laid-out rows' Arrow batches (plan.reading): in the feed files as they are
+    # written, or by the stream tasks as their batches arrive from Spark.
     values = st.model == "agent" and not st.job.set_apply
     feeding = st.job.schedule is None and feeds_from_files(spark, st.size_hint)
-    # Fed from files, the tasks read the typed columns there: the cache (which verify and the
-    # explanation read) keeps the laid-out rows alone, and the columns are made as they are written.
-    planned = lay_out(parted, n, articles, values and not feeding).persist(cache_level(st.size_hint))
+    planned = lay_out(parted, n, articles).persist(cache_level(st.size_hint))
     feed: str | None = None
     if feeding:
         # The cache is built while each stream's rows are written for its task (streams.py).
         feed = str(feed_folder(work_dir, st.name, k))
-        rows = with_values(planned, articles) if values else planned
-        fed_rows = sum(write_feed(spark, rows, feed, row_bytes_bound(articles)))
+        fed_rows = sum(
+            write_feed(spark, planned, feed, row_bytes_bound(articles), articles if values else ())
+        )
     if known is not None:
         commands, transactions = (fed_rows if feed else planned.count()), known.transactions
         if commands != known.commands:  # the oracle reads `planned` then: nothing may be lost

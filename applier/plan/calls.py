@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 from applier.articles import Article, Syntax
 from applier.dialects.base import Dialect
 from applier.dialects.procedures import bit_of, bitmap_width
-from applier.plan.columns import value_columns
+from applier.plan.columns import UNREAD, value_columns
 from applier.values import dumps_image, param_converter
 
 Row = Mapping[str, Any]
@@ -215,9 +215,12 @@ class FastParameters:
 
     def flat(self, rows: Values, start: int, stop: int) -> list[Any] | None:
         """The parameters of rows start..stop-1, one call after the other (None: some row lacks
-        a text the per-row planner reads: plan those rows one by one)."""
+        a text the per-row planner reads, or has values the columns could not hold
+        (:data:`~applier.plan.columns.UNREAD`): plan those rows one by one)."""
         if any(rows.arrow(n, start, stop).null_count for n in self.needs):
             return None
+        if not rows.has(UNREAD) or pc.any(rows.arrow(UNREAD, start, stop)).as_py():
+            return None  # values the typed columns do not hold as a row's JSON gives them
         p, op = self.p, self.p.op
         key = [] if op == "I" else [_pylist(f, rows.arrow(name, start, stop), z) for name, f, z in self.key]
         if op == "D":

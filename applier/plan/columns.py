@@ -1,10 +1,11 @@
 """Image values as typed columns: what a stream task plans its calls from without parsing JSON.
 
-``partition.layout`` gives every laid-out row (procedure calls, the agent model) one column per
-value its call binds: the after image's values and the before key's (``key_before``), read
-from their JSON texts once by Spark, in the plan phase, before the stream is cached. A stream
-task then turns a round's share into calls column by column (:meth:`.calls.CompiledPlan.fast`)
-instead of parsing two JSON texts and building a dict per command (most of its Python time).
+The laid-out rows of procedure calls (the agent model) get one column per value their call
+binds: the after image's values and the before key's (``key_before``), read from their JSON
+texts once, by pyarrow (:mod:`applier.plan.reading`), as the plan phase writes a stream's feed
+or as a stream task receives its batches from Spark. A stream task then turns a round's share
+into calls column by column (:meth:`.calls.CompiledPlan.fast`) instead of parsing two JSON
+texts and building a dict per command (most of its Python time).
 
 A value column's type is its value's class in the canonical encoding (:mod:`applier.values`):
 integers as bigint, booleans as boolean, floats as double, and everything else (decimals,
@@ -22,15 +23,18 @@ from dataclasses import dataclass
 
 from applier.articles import Article, Column
 
-# canonical kind -> the Spark type its values are read as (any other kind: its JSON string)
+# canonical kind -> the type its values are read as (any other kind: its JSON string)
 _CLASSES = {"int": ("i", "bigint"), "bool": ("b", "boolean"), "float": ("f", "double")}
 _STRING = ("s", "string")
 VALUE_PREFIX = "_v"
 KEY_PREFIX = "_k"
+# per row: its values could not be read into the typed columns (they are NULL): plan it row by
+# row (applier.plan.reading)
+UNREAD = "_unread"
 
 
 def value_class(col: Column) -> tuple[str, str]:
-    """(class letter, Spark type) of a column's values."""
+    """(class letter, type name) of a column's values."""
     return _CLASSES.get(col.type.kind, _STRING)
 
 
@@ -59,7 +63,7 @@ def value_columns(article: Article) -> ValueColumns:
 
 
 def column_types(articles: Sequence[Article]) -> dict[str, str]:
-    """Every value column the articles use, with its Spark type, in a stable order."""
+    """Every value column the articles use, with its type's SQL name, in a stable order."""
     out: dict[str, str] = {}
     for a in articles:
         vc = value_columns(a)
@@ -69,7 +73,11 @@ def column_types(articles: Sequence[Article]) -> dict[str, str]:
 
 
 def is_value_column(name: str) -> bool:
-    return name.startswith((VALUE_PREFIX, KEY_PREFIX)) and len(name) > 3 and name[3:].isdigit()
+    """Whether a column is one the plan adds to the laid-out rows (a value column, or
+    :data:`UNREAD`), not a field of a row."""
+    return name == UNREAD or (
+        name.startswith((VALUE_PREFIX, KEY_PREFIX)) and len(name) > 3 and name[3:].isdigit()
+    )
 
 
 _FIXED_BYTES = 64  # a number, date, time, uuid or boolean as canonical JSON, with room to spare
@@ -89,9 +97,10 @@ def _value_bytes(col: Column) -> int | None:
 
 
 def row_bytes_bound(articles: Sequence[Article]) -> int | None:
-    """An upper bound of the bytes one laid-out row of these articles carries (its before and
-    after images as JSON, their value columns, the key texts and the bookkeeping columns);
-    None when some column has no bound (text, image, xml, (max) types)."""
+    """An upper bound of the bytes one laid-out row of these articles carries from Spark (its
+    before and after images as JSON, the key texts and the bookkeeping columns: the value
+    columns are made in Python, from the batches, :mod:`applier.plan.reading`); None when some
+    column has no bound (text, image, xml, (max) types)."""
     bound = 0
     for a in articles:
         image, key = 0, 0
@@ -102,5 +111,5 @@ def row_bytes_bound(articles: Sequence[Article]) -> int | None:
             image += v + len(c.name.encode()) + 6
             if c in a.key_columns:
                 key += v + 2
-        bound = max(bound, 3 * image + 3 * key + 512)
+        bound = max(bound, 2 * image + 2 * key + 512)
     return bound
