@@ -26,6 +26,7 @@ from applier.articles import Article, Column
 # canonical kind -> the type its values are read as (any other kind: its JSON string)
 _CLASSES = {"int": ("i", "bigint"), "bool": ("b", "boolean"), "float": ("f", "double")}
 _STRING = ("s", "string")
+CLASS_TYPES = dict([*_CLASSES.values(), _STRING])  # class letter -> the Spark type its values are read as
 VALUE_PREFIX = "_v"
 KEY_PREFIX = "_k"
 # per row: its values could not be read into the typed columns (they are NULL): plan it row by

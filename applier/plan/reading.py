@@ -28,10 +28,9 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from applier.articles import Article, Column
-from applier.plan.columns import UNREAD, column_types, value_class, value_columns
+from applier.plan.columns import CLASS_TYPES, UNREAD, column_types, value_class, value_columns
 
 ARROW_TYPES = {"bigint": pa.int64(), "boolean": pa.bool_(), "double": pa.float64(), "string": pa.string()}
-_TYPES = {"i": "bigint", "b": "boolean", "f": "double"}  # class letter -> type (others: string)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 _loads = json.JSONDecoder().decode
 # one JSON scalar of a key array as canonical JSON writes it: a string, or a number, true,
@@ -90,7 +89,7 @@ class _Image:
 
     def __init__(self, fields: Sequence[tuple[str, str, str]]) -> None:
         self.fields = list(fields)  # (JSON field, value column, class letter)
-        self.types = [ARROW_TYPES[_TYPES.get(letter, "string")] for _, _, letter in self.fields]
+        self.types = [ARROW_TYPES[CLASS_TYPES[letter]] for _, _, letter in self.fields]
         self.schema = pa.schema([(f, t) for (f, _, _), t in zip(self.fields, self.types, strict=True)])
         self.options = pj.ParseOptions(explicit_schema=self.schema, unexpected_field_behavior="ignore")
 
