@@ -27,7 +27,7 @@ from applier.pipeline import cost
 from applier.pipeline.barriers import Plan, forget_segments, plan_barriers
 from applier.pipeline.identity import RunIdentity, run_identity
 from applier.pipeline.prepare import prepare, record, resumed
-from applier.pipeline.schedule import conflict_rows, schedule_rows
+from applier.pipeline.schedule import conflict_rows, event_files, schedule_rows
 from applier.pipeline.segments import Applied, Settings, apply_segments
 from applier.pipeline.streamjob import commands_of, explained, size_hint, stream_job, timed, union
 from applier.records.events import Schemas, StreamEvent, stream_events
@@ -395,7 +395,12 @@ def _subscription(
     fatal = applied.fatal or summary.fatal
     t = time.perf_counter()
     with cost.phase("report"):
-        schedule = schedule_rows(ev, work=wd / f"schedule-{sub.name.replace('/', '_')}", digest=digest)
+        schedule = schedule_rows(
+            ev,
+            work=wd / f"schedule-{sub.name.replace('/', '_')}",
+            digest=digest,
+            files=event_files(applied.event_dirs),
+        )
         conflicts = tuple(conflict_rows(ev, digest))
     phases["report"] = time.perf_counter() - t
     return SubscriptionResult(

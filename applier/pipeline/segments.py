@@ -85,6 +85,7 @@ class Applied:
     plan_seconds: float = 0.0
     fatal: bool = False
     schema_changes: list[dict[str, Any]] = field(default_factory=list)
+    event_dirs: list[str] = field(default_factory=list)  # where each stage wrote its events
     planned: DataFrame | None = None  # the one segment's laid-out stream, kept for verify
     pace: Pace | None = None  # the last segment's pace (a paced run's figures)
 
@@ -153,11 +154,11 @@ def _segment(
     )
     poller.start()
     t = time.perf_counter()
+    events_dir = str(work_dir / f"events-{st.name.replace('/', '_')}-{k}")
     try:
         with cost.phase("apply"):
-            streamed = apply_model(st.model)(
-                spark, planned, job, str(work_dir / f"events-{st.name.replace('/', '_')}-{k}")
-            )
+            streamed = apply_model(st.model)(spark, planned, job, events_dir)
+        out.event_dirs.append(events_dir)
     finally:
         stop.set()
         poller.join(timeout=5)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import functions as F
 
 from applier.apply.digest import digest_events
 from applier.apply.events import EVENT_SCHEMA
@@ -83,6 +84,50 @@ def test_a_long_schedule_is_a_file_with_the_same_steps(spark, tmp_path, controll
     assert not folder.exists()  # the file goes with its schedule
 
 
+@pytest.mark.parametrize("controlled", [False, True])
+def test_a_long_schedule_merges_the_stream_tasks_files_without_a_job(
+    spark, tmp_path, monkeypatch, controlled
+):
+    """Each stream task writes its events file, its steps in the order it ran them: the driver
+    merges those files into the schedule, with no Spark job, in the order Spark sorts them into;
+    a file whose steps are out of order (or a count that differs) leaves it to Spark's sort."""
+    import applier.pipeline.schedule as schedule
+    from applier.pipeline.schedule import event_files
+    from applier.sparkenv import write_run_parquet
+
+    steps = []
+    for i in range(40):
+        stream, t0 = i % 3, 100.0 + (i * 7919 % 40) / 10
+        lsns = list(range(i * 10, i * 10 + 1 + i % 4))
+        steps.append(_step(stream, i // 6, "exec", lsns, t0, n=(i * 13 % 40) if controlled else None))
+    steps.append(_step(1, 7, "commit", [], 200.0, n=40 if controlled else None, error="duplicate key"))
+    noise = [tuple(("batch" if c == "kind" else None) for c in COLUMNS)] * 5  # other events between
+    by = ["n", "stream"] if controlled else ["t_exec", "stream", "round"]
+    ev = spark.createDataFrame(steps + noise, EVENT_SCHEMA)
+    kept = schedule_rows(ev)
+    in_order = tmp_path / "events-0"
+    write_run_parquet(ev.repartition(3, "stream").sortWithinPartitions(*by), in_order)
+    files = event_files([in_order])
+    assert len(files) > 1  # several files to merge (streams hashed into 3 partitions)
+    on_disk = spark.read.schema(EVENT_SCHEMA).parquet(str(in_order))
+    digest = digest_events(on_disk, step_chars=10)  # too long to travel: the schedule is a file
+    sorted_by_spark = []
+    real_write = schedule.write_run_parquet
+    monkeypatch.setattr(schedule, "write_run_parquet", lambda *a: sorted_by_spark.append(1) or real_write(*a))
+    merged = schedule_rows(on_disk, keep_chars=0, digest=digest, files=files)
+    assert isinstance(merged, ScheduleFile) and list(merged) == kept
+    assert sorted_by_spark == []
+    # one file out of order: Spark sorts them, and the schedule is the same
+    shuffled = tmp_path / "events-1"
+    write_run_parquet(ev.repartition(3, "stream").sortWithinPartitions(F.desc(by[0])), shuffled)
+    again = spark.read.schema(EVENT_SCHEMA).parquet(str(shuffled))
+    assert list(schedule_rows(again, keep_chars=0, digest=digest, files=event_files([shuffled]))) == kept
+    assert sorted_by_spark == [1]
+    # files that do not hold every step (here: one of the three): Spark sorts them
+    assert list(schedule_rows(on_disk, keep_chars=0, digest=digest, files=files[:1])) == kept
+    assert sorted_by_spark == [1, 1]
+
+
 def _codecs(folder: Path) -> set[str]:
     """The compression of every column chunk of the Parquet files under ``folder``."""
     out = set()
@@ -100,11 +145,11 @@ def test_what_a_run_writes_and_reads_back_is_zstd(spark, target, tmp_path, monke
     import applier.pipeline.schedule as schedule
 
     seen: list[set[str]] = []
-    read = schedule._in_order
+    read = schedule._file_steps
 
-    def recording(folder: Path):  # type: ignore[no-untyped-def]
-        seen.append(_codecs(folder))
-        return read(folder)
+    def recording(f: Path, columns):  # type: ignore[no-untyped-def]
+        seen.append(_codecs(Path(f).parent))
+        return read(f, columns)
 
     pipeline_run = importlib.import_module("applier.pipeline.run")  # the package exports run()
 
@@ -112,7 +157,7 @@ def test_what_a_run_writes_and_reads_back_is_zstd(spark, target, tmp_path, monke
         return schedule.schedule_rows(ev, keep_chars=0, **kw)  # the run's schedule spills, however short
 
     monkeypatch.setattr(pipeline_run, "schedule_rows", spilling)
-    monkeypatch.setattr(schedule, "_in_order", recording)
+    monkeypatch.setattr(schedule, "_file_steps", recording)
     cfg = demo_config().replace(
         workload=Workload(kind="key-chains", transactions=60, initial_rows=20, seed=5),
         run=RunSettings(subscription="zstd-events", streams=2, commit_batch_size=10),
@@ -124,4 +169,5 @@ def test_what_a_run_writes_and_reads_back_is_zstd(spark, target, tmp_path, monke
     assert events, f"no events folder under {work}: {sorted(p.name for p in work.iterdir())}"
     for folder in events:
         assert _codecs(folder) == {"ZSTD"}, folder
-    assert seen == [{"ZSTD"}], "the schedule did not spill, or not as zstd"
+    # the schedule was merged from the stream tasks' events files (zstd), with no Spark sort
+    assert seen and all(c == {"ZSTD"} for c in seen), "the schedule was not read from the events files"
