@@ -18,7 +18,8 @@ events file, its steps in the order it ran them: the driver merges those files, 
 at a time, into a file (:class:`ScheduleFile`). Where it cannot (a file out of order, or not on
 the driver's file system), Spark sorts the steps into range partitions and writes them as
 Parquet files (one per partition, named by its index), which the driver reads in order, a
-batch at a time, into the file. Either way the file is read back lazily. Neither the driver's JVM nor its Python holds more than a batch: at 100M commands
+batch at a time, into the file. Either way the file is read back lazily. Neither the driver's
+JVM nor its Python holds more than a batch: at 100M commands
 ``toLocalIterator`` (a partition at a time through the driver's JVM) ran its 2 GiB heap out.
 """
 

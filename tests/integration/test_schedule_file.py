@@ -43,14 +43,20 @@ def _step(stream, round_, kind, lsns, t0, n=None, error=None):
     return tuple(row.get(c) for c in COLUMNS)
 
 
-@pytest.mark.parametrize("controlled", [False, True])
-def test_a_long_schedule_is_a_file_with_the_same_steps(spark, tmp_path, controlled):
+def _steps(controlled: bool) -> list[tuple]:
+    """41 steps on 3 streams, out of time order, no ties; the last a failed commit."""
     steps = []
     for i in range(40):
         stream, t0 = i % 3, 100.0 + (i * 7919 % 40) / 10
         lsns = list(range(i * 10, i * 10 + 1 + i % 4))
         steps.append(_step(stream, i // 6, "exec", lsns, t0, n=(i * 13 % 40) if controlled else None))
     steps.append(_step(1, 7, "commit", [], 200.0, n=40 if controlled else None, error="duplicate key"))
+    return steps
+
+
+@pytest.mark.parametrize("controlled", [False, True])
+def test_a_long_schedule_is_a_file_with_the_same_steps(spark, tmp_path, controlled):
+    steps = _steps(controlled)
     ev = spark.createDataFrame(steps, EVENT_SCHEMA).repartition(3)
     kept = schedule_rows(ev)
     assert isinstance(kept, list) and len(kept) == 41
@@ -95,12 +101,7 @@ def test_a_long_schedule_merges_the_stream_tasks_files_without_a_job(
     from applier.pipeline.schedule import event_files
     from applier.sparkenv import write_run_parquet
 
-    steps = []
-    for i in range(40):
-        stream, t0 = i % 3, 100.0 + (i * 7919 % 40) / 10
-        lsns = list(range(i * 10, i * 10 + 1 + i % 4))
-        steps.append(_step(stream, i // 6, "exec", lsns, t0, n=(i * 13 % 40) if controlled else None))
-    steps.append(_step(1, 7, "commit", [], 200.0, n=40 if controlled else None, error="duplicate key"))
+    steps = _steps(controlled)
     noise = [tuple(("batch" if c == "kind" else None) for c in COLUMNS)] * 5  # other events between
     by = ["n", "stream"] if controlled else ["t_exec", "stream", "round"]
     ev = spark.createDataFrame(steps + noise, EVENT_SCHEMA)
