@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from applier.bench.command import _choices, _ints
+from applier.bench.command import _choices, _ints, warm_up_commands
 from applier.bench.report import Goal, Measure, PerN, SyncRun, goals, ratio, ratios, report_json, table_lines
 from applier.bench.stream import BenchStream, key_bucket
 
@@ -142,3 +142,18 @@ def test_set_based_figures_get_their_own_ratios_goals_and_rows():
     lines = table_lines(doc)
     block = lines[lines.index("set-based apply (run.set_apply):") + 1 :]
     assert block[0].split()[:4] == ["on", "4", "0.5k", "1.0k"]
+
+
+@pytest.mark.parametrize(
+    ("commands", "warm"),
+    [
+        (1, 1),
+        (10_000, 10_000),
+        (50_000, 20_000),
+        (200_000, 40_000),
+        (1_000_000, 200_000),
+        (10_000_000, 200_000),
+    ],
+)
+def test_the_warm_up_is_a_fifth_of_the_stream_within_its_bounds_and_never_larger(commands, warm):
+    assert warm_up_commands(commands) == warm
