@@ -122,7 +122,7 @@ def _postmaster(cs: str, backend_id_sql: str) -> int | None:
     for CPU accounting."""
     import pyodbc
 
-    from applier.bench.memory import parent_of
+    from applier.sparkenv.processes import parent_of
 
     conn = pyodbc.connect(cs, autocommit=True, timeout=30)
     try:
@@ -193,10 +193,10 @@ def run_bench(
 ) -> dict[str, Any]:
     from applier.apply.install import install
     from applier.bench.ceiling import chunks_per_stream, load_rows, plan_stream, run_ceiling
-    from applier.bench.memory import tree_cpu_seconds
     from applier.bench.stream import changes, snapshot
     from applier.bench.stream import write as write_stream
     from applier.dialects import DIALECTS
+    from applier.sparkenv.processes import tree_cpu_seconds
     from applier.targets.babelfish import EmbeddedBabelfish
     from applier.targets.embedded import EmbeddedPostgres
     from applier.targets.endpoint import preflight
@@ -345,7 +345,8 @@ def _applier(
     """One run through the public API; its apply phase, its wall time, memory peaks and the CPU
     that each side spent per command during the apply phase (JVM, Python workers, PostgreSQL)."""
     import applier
-    from applier.bench.memory import MemorySampler, jvm_pid, own_cpu, tree_cpu_seconds
+    from applier.bench.memory import MemorySampler
+    from applier.sparkenv.processes import jvm_pid, own_cpu, tree_cpu_seconds
 
     config = bs.config(n, f"bench-{sync}-{n}{'-set' if set_apply else ''}", set_apply)
     checkpoint_s = 0.0

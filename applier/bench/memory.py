@@ -23,6 +23,8 @@ from pathlib import Path
 
 import psutil
 
+from applier.sparkenv.processes import descendants, is_python, own_cpu
+
 MIB = 1024 * 1024
 
 
@@ -33,23 +35,6 @@ def _memory(pid: int) -> tuple[float, float]:
     except psutil.Error:
         return 0.0, 0.0
     return m.rss / MIB, m.shared / MIB
-
-
-def is_python(pid: int) -> bool:
-    """Whether ``pid`` runs Python (its command name): a Python worker, not a short-lived child
-    the JVM spawns for a shell command, which shares the JVM's memory until it execs and so
-    shows the JVM's whole resident set (a 10M run counted one as a 2.6 GB "worker")."""
-    try:
-        return str(psutil.Process(pid).name()).startswith("python")
-    except psutil.Error:
-        return False
-
-
-def descendants(pid: int) -> list[int]:
-    try:
-        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
-    except psutil.Error:
-        return []
 
 
 @dataclass
@@ -123,44 +108,3 @@ class MemorySampler:
             "python_workers_peak_mib": round(self.peak_workers_mib, 1),
             "python_worker_max_mib": round(self.peak_worker_mib, 1),
         }
-
-
-def jvm_pid(spark: object) -> int | None:
-    """The pid of the driver JVM behind a SparkSession (Java 9+ ProcessHandle)."""
-    try:
-        return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - memory figures are best effort
-        return None
-
-
-def cpu_of(pid: int) -> float:
-    """utime + stime of the process and of its reaped children, in seconds."""
-    try:
-        t = psutil.Process(pid).cpu_times()
-    except psutil.Error:
-        return 0.0
-    return float(t.user + t.system + t.children_user + t.children_system)
-
-
-def own_cpu(pid: int) -> float:
-    """utime + stime of the process alone, in seconds."""
-    try:
-        t = psutil.Process(pid).cpu_times()
-    except psutil.Error:
-        return 0.0
-    return float(t.user + t.system)
-
-
-def tree_cpu_seconds(pid: int | None) -> float:
-    """CPU seconds used so far by a process tree: every live member's own time plus that of
-    its children already gone (a postmaster reaps its backends, a daemon its workers)."""
-    if pid is None:
-        return 0.0
-    return cpu_of(pid) + sum(cpu_of(p) for p in descendants(pid))
-
-
-def parent_of(pid: int) -> int | None:
-    try:
-        return int(psutil.Process(pid).ppid())
-    except psutil.Error:
-        return None

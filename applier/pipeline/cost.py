@@ -1,5 +1,6 @@
 """The cost model of a run: per phase, its seconds, the Spark jobs it ran, their stages and
-tasks, and the seconds Python workers spent starting while it ran.
+tasks, the seconds Python workers spent starting while it ran, and the CPU seconds each side
+used (the driver's Python, the JVM and its JIT compilers among it, the Python workers).
 
 A run's fixed cost is mostly Spark's: every job is scheduled, its stages planned and its tasks
 sent, whatever the input's size. ``applier run --profile`` prints this table, the report keeps
@@ -11,11 +12,17 @@ Spark ran, not the skipped ones whose output was already there. Worker start is 
 Python daemon (:mod:`applier.sparkworker`) and its workers recorded in this process's worker
 folder: the daemon's preload and the imports tasks still made. It is known on a local master
 only (a cluster's workers write on their own machines): None elsewhere.
+
+CPU is read through psutil when each phase begins and ends (:mod:`applier.sparkenv.processes`),
+on a local master only: a cluster's executors are other machines' processes. On two cores a
+phase whose CPU is twice its seconds waited on nothing but CPU; the JIT's share says how much
+of it compiled code rather than ran it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import time
 import uuid
@@ -27,6 +34,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from applier.sparkenv.processes import CpuSample
+
 PHASES = ("prepare", "plan", "apply", "verify", "report")
 
 
@@ -37,6 +46,7 @@ class PhaseCost:
     stages: int = 0
     tasks: int = 0
     worker_start: float | None = None  # seconds, None: not measured (a cluster)
+    cpu: CpuSample | None = None  # CPU seconds per side, None: not measured (a cluster)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,6 +55,9 @@ class PhaseCost:
             "stages": self.stages,
             "tasks": self.tasks,
             "worker_start_seconds": None if self.worker_start is None else round(self.worker_start, 3),
+            "cpu_seconds": None
+            if self.cpu is None
+            else {k: round(v, 3) for k, v in dataclasses.asdict(self.cpu).items()},
         }
 
 
@@ -54,9 +67,11 @@ class CostMeter:
 
     spark: SparkSession
     worker_log: Path | None = None
+    jvm: int | None = None  # the local driver JVM's pid: CPU is measured (None: a cluster)
     token: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     windows: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    cpu: dict[str, CpuSample] = field(default_factory=dict)
 
     def group(self, phase: str) -> str:
         return f"applier-{self.token}-{phase}"
@@ -69,11 +84,16 @@ class CostMeter:
             for k in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
         }
         sc.setJobGroup(self.group(name), f"applier {name}")
+        cpu = None if self.jvm is None else CpuSample.now(self.jvm)
         t, wall = time.perf_counter(), time.time()
         try:
             yield
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
+            if cpu is not None and self.jvm is not None:
+                used = CpuSample.now(self.jvm).since(cpu)
+                had = self.cpu.get(name)
+                self.cpu[name] = used if had is None else had.plus(used)
             self.windows.setdefault(name, []).append((wall, time.time()))
             for k, v in before.items():
                 sc.setLocalProperty(k, v)  # type: ignore[arg-type]  # None clears it
@@ -84,7 +104,7 @@ class CostMeter:
         loose = self._ungrouped()
         out: dict[str, PhaseCost] = {}
         for name in self.seconds:
-            c = PhaseCost(seconds=self.seconds[name])
+            c = PhaseCost(seconds=self.seconds[name], cpu=self.cpu.get(name))
             mine = [j for j, t in loose if any(lo <= t <= hi for lo, hi in self.windows[name])]
             for job in [*tracker.getJobIdsForGroup(self.group(name)), *mine]:
                 info = tracker.getJobInfo(job)
@@ -146,10 +166,11 @@ _METER: ContextVar[CostMeter | None] = ContextVar("applier_cost_meter", default=
 def meter_for(spark: SparkSession) -> CostMeter:
     """A meter for one run in ``spark``; worker start is read where this process started a
     local Spark (its worker folder), None otherwise (a cluster's workers write on their hosts)."""
+    from applier.sparkenv.processes import jvm_pid
     from applier.sparkenv.session import started_worker_log
 
     local = str(spark.sparkContext.master).startswith("local")
-    return CostMeter(spark, started_worker_log() if local else None)
+    return CostMeter(spark, started_worker_log() if local else None, jvm_pid(spark) if local else None)
 
 
 @contextlib.contextmanager

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -109,36 +110,58 @@ def print_thresholds(checked: Any, console: Console | None = None) -> None:
             )
 
 
+CPU_SIDES = (("driver", "driver"), ("jvm", "JVM"), ("jit", "JIT"), ("workers", "workers"))
+
+
 def print_cost(cost: Mapping[str, Mapping[str, Any]], console: Console | None = None) -> None:
-    """The cost model (applier.pipeline.cost): per phase its seconds, Spark jobs, stages, tasks
-    and the seconds Python workers spent starting (- where not measured: a cluster)."""
+    """The cost model (applier.pipeline.cost): per phase its seconds, Spark jobs, stages, tasks,
+    the seconds Python workers spent starting and the CPU seconds of each side (the driver's
+    Python, the JVM, its JIT compilers among it, the Python workers; - where not measured: a
+    cluster)."""
     c = console or Console()
-    t = Table(title="where the run's time went (--profile)", title_justify="left")
-    for name in ("phase", "seconds", "Spark jobs", "stages", "tasks", "worker start s"):
-        t.add_column(name, justify="left" if name == "phase" else "right")
-    total = {"seconds": 0.0, "jobs": 0, "stages": 0, "tasks": 0, "worker_start_seconds": None}
+    t = Table(
+        title="where the run's time went (--profile)",
+        title_justify="left",
+        caption="seconds; start: the Python workers' start; CPU seconds of the driver (Python), the JVM "
+        "(its JIT compilers among it) and the Python workers; -: not measured (a cluster)",
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,  # no column rules: ten columns in 80 characters
+        pad_edge=False,
+        padding=(0, 1),
+        collapse_padding=True,
+    )
+    heads = ("phase", "seconds", "jobs", "stages", "tasks", "start", *(h for _, h in CPU_SIDES))
+    for name in heads:
+        t.add_column(name, justify="left" if name == "phase" else "right", no_wrap=True)
+    total: dict[str, Any] = {"seconds": 0.0, "jobs": 0, "stages": 0, "tasks": 0}
+    measured: dict[str, float | None] = {"worker_start_seconds": None, **{k: None for k, _ in CPU_SIDES}}
+
+    def opt(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
     for phase, x in cost.items():
-        ws = x.get("worker_start_seconds")
+        cpu = x.get("cpu_seconds") or {}
+        got = {"worker_start_seconds": x.get("worker_start_seconds"), **{k: cpu.get(k) for k, _ in CPU_SIDES}}
         t.add_row(
             phase,
             f"{x['seconds']:.2f}",
             str(x["jobs"]),
             str(x["stages"]),
             str(x["tasks"]),
-            "-" if ws is None else f"{ws:.2f}",
+            *(opt(v) for v in got.values()),
         )
         for k in ("seconds", "jobs", "stages", "tasks"):
             total[k] += x[k]
-        if ws is not None:
-            total["worker_start_seconds"] = (total["worker_start_seconds"] or 0.0) + ws
-    ws = total["worker_start_seconds"]
+        for k, v in got.items():
+            if v is not None:
+                measured[k] = (measured[k] or 0.0) + v
     t.add_row(
         "all",
         f"{total['seconds']:.2f}",
         str(total["jobs"]),
         str(total["stages"]),
         str(total["tasks"]),
-        "-" if ws is None else f"{ws:.2f}",
+        *(opt(v) for v in measured.values()),
         style="bold",
     )
     c.print(t)

@@ -4,6 +4,7 @@ seconds Python workers spent starting, counted from Spark's own status, not esti
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
 
@@ -44,6 +45,15 @@ def test_a_run_s_cost_counts_its_jobs_per_phase_and_a_warm_run_starts_no_worker(
     assert all(c["worker_start_seconds"] is not None for c in cost.values())
     assert sum(c["worker_start_seconds"] for c in cost.values()) < 0.1, cost
     assert sum(c["seconds"] for c in cost.values()) <= second.seconds
+    # CPU per side, read at each phase's edges: the stream tasks are Python workers, the plan
+    # is the JVM's; no side used more than every core for the phase's whole time
+    cores = os.cpu_count() or 1
+    cpu = {p: c["cpu_seconds"] for p, c in cost.items()}
+    assert all(x is not None and set(x) == {"driver", "jvm", "jit", "workers"} for x in cpu.values()), cpu
+    assert cpu["apply"]["workers"] > 0 and cpu["plan"]["jvm"] > 0, cpu
+    for p, x in cpu.items():
+        assert 0 <= x["jit"] <= x["jvm"], (p, x)
+        assert all(v <= cores * cost[p]["seconds"] + 0.2 for v in x.values()), (p, x, cost[p]["seconds"])
 
 
 def test_the_suite_s_jvm_compiles_with_c1_alone(spark) -> None:

@@ -61,7 +61,7 @@ def test_cpu_of_a_tree_counts_a_child_while_it_runs_and_after_it_is_reaped():
     import subprocess
     import sys
 
-    from applier.bench.memory import descendants, own_cpu, parent_of, tree_cpu_seconds
+    from applier.sparkenv.processes import descendants, own_cpu, parent_of, tree_cpu_seconds
 
     before = tree_cpu_seconds(os.getpid())
     burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass\nprint(1, flush=True)\ninput()"

@@ -312,17 +312,34 @@ def test_the_profile_table_lists_each_phase_and_their_sum() -> None:
     from applier.report.console import print_cost
 
     cost = {
-        "prepare": {"seconds": 1.25, "jobs": 1, "stages": 1, "tasks": 4, "worker_start_seconds": 0.6},
-        "plan": {"seconds": 2.0, "jobs": 11, "stages": 12, "tasks": 53, "worker_start_seconds": 0.0},
+        "prepare": {
+            "seconds": 1.25,
+            "jobs": 1,
+            "stages": 1,
+            "tasks": 4,
+            "worker_start_seconds": 0.6,
+            "cpu_seconds": {"driver": 0.5, "jvm": 1.5, "jit": 0.75, "workers": 0.25},
+        },
+        "plan": {
+            "seconds": 2.0,
+            "jobs": 11,
+            "stages": 12,
+            "tasks": 53,
+            "worker_start_seconds": 0.0,
+            "cpu_seconds": {"driver": 0.25, "jvm": 3.0, "jit": 0.5, "workers": 1.0},
+        },
         "verify": {"seconds": 0.5, "jobs": 3, "stages": 3, "tasks": 9, "worker_start_seconds": None},
     }
     out = io.StringIO()
-    print_cost(cost, Console(file=out, width=120))
+    print_cost(cost, Console(file=out, width=80))
     lines = out.getvalue().splitlines()
-    row = {ln.split()[1]: ln.split() for ln in lines if ln.startswith("│")}
-    assert row["prepare"][3:12:2] == ["1.25", "1", "1", "4", "0.60"]
-    assert row["verify"][11] == "-"  # not measured: a cluster's workers
-    assert row["all"][3:12:2] == ["3.75", "15", "16", "66", "0.60"]
+    row = {
+        ln.split()[0]: ln.split()[1:] for ln in lines if ln.split()[:1] in (["prepare"], ["verify"], ["all"])
+    }
+    assert row["prepare"] == ["1.25", "1", "1", "4", "0.60", "0.50", "1.50", "0.75", "0.25"]
+    assert row["verify"][4:] == ["-"] * 5  # not measured: a cluster's processes
+    assert row["all"] == ["3.75", "15", "16", "66", "0.60", "0.75", "4.50", "1.25", "1.25"]
+    assert max(len(ln) for ln in lines[:8]) <= 80, lines  # the table in a terminal's 80 columns
 
 
 def test_an_error_takes_two_console_lines_unless_every_one_is_asked_for(tmp_path, capsys):
