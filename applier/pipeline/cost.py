@@ -84,16 +84,17 @@ class CostMeter:
             for k in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
         }
         sc.setJobGroup(self.group(name), f"applier {name}")
-        cpu = None if self.jvm is None else CpuSample.now(self.jvm)
+        # the samples are in the phase's time, as in the caller's own timing of it (a few ms each)
         t, wall = time.perf_counter(), time.time()
+        cpu = None if self.jvm is None else CpuSample.now(self.jvm)
         try:
             yield
         finally:
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
             if cpu is not None and self.jvm is not None:
                 used = CpuSample.now(self.jvm).since(cpu)
                 had = self.cpu.get(name)
                 self.cpu[name] = used if had is None else had.plus(used)
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
             self.windows.setdefault(name, []).append((wall, time.time()))
             for k, v in before.items():
                 sc.setLocalProperty(k, v)  # type: ignore[arg-type]  # None clears it

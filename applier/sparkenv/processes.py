@@ -77,20 +77,38 @@ def parent_of(pid: int) -> int | None:
         return None
 
 
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_IS_JIT: dict[tuple[int, int], bool] = {}  # (pid, tid) -> a compiler thread: names are read once
+
+
+def _thread_cpu(pid: int, tid: int) -> float:
+    """utime + stime of one thread, from /proc (psutil reads every thread's, or none)."""
+    with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii", errors="replace") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime: the stat's 14th and 15th fields
+
+
 def jit_cpu(pid: int) -> float:
-    """CPU seconds the JVM's live JIT compiler threads used so far (their names are read from
-    /proc: psutil gives a thread's times, not its name). A compiler thread HotSpot has retired
-    (it adds and removes them with the load) is no longer counted: a lower bound."""
+    """CPU seconds the JVM's live JIT compiler threads used so far. psutil gives a thread's
+    times but not its name, so the threads are listed and named from /proc, each name read once
+    (a thread still called "java" has not been named yet: read again next time). A compiler
+    thread HotSpot has retired (it adds and removes them with the load) is no longer counted:
+    a lower bound."""
     total = 0.0
     try:
-        threads = psutil.Process(pid).threads()
-    except psutil.Error:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
         return 0.0
-    for t in threads:
-        with contextlib.suppress(OSError):
-            name = Path(f"/proc/{pid}/task/{t.id}/comm").read_text(encoding="utf-8").strip()
-            if name.startswith(JIT_THREADS):
-                total += t.user_time + t.system_time
+    for tid in tids:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            jit = _IS_JIT.get((pid, tid))
+            if jit is None:
+                name = Path(f"/proc/{pid}/task/{tid}/comm").read_text(encoding="utf-8").strip()
+                jit = name.startswith(JIT_THREADS)
+                if name != "java":
+                    _IS_JIT[(pid, tid)] = jit
+            if jit:
+                total += _thread_cpu(pid, tid)
     return total
 
 
