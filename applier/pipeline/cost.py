@@ -13,7 +13,8 @@ Python daemon (:mod:`applier.sparkworker`) and its workers recorded in this proc
 folder: the daemon's preload and the imports tasks still made. It is known on a local master
 only (a cluster's workers write on their own machines): None elsewhere.
 
-CPU is read through psutil when each phase begins and ends (:mod:`applier.sparkenv.processes`),
+CPU is read when each phase begins and ends (:mod:`applier.sparkenv.processes`: psutil, and /proc
+for the JIT's threads),
 on a local master only: a cluster's executors are other machines' processes. On two cores a
 phase whose CPU is twice its seconds waited on nothing but CPU; the JIT's share says how much
 of it compiled code rather than ran it.
@@ -86,12 +87,13 @@ class CostMeter:
         sc.setJobGroup(self.group(name), f"applier {name}")
         # the samples are in the phase's time, as in the caller's own timing of it (a few ms each)
         t, wall = time.perf_counter(), time.time()
-        cpu = None if self.jvm is None else CpuSample.now(self.jvm)
+        jvm = self.jvm
+        cpu = None if jvm is None else CpuSample.now(jvm)
         try:
             yield
         finally:
-            if cpu is not None and self.jvm is not None:
-                used = CpuSample.now(self.jvm).since(cpu)
+            if jvm is not None and cpu is not None:
+                used = CpuSample.now(jvm).since(cpu)
                 had = self.cpu.get(name)
                 self.cpu[name] = used if had is None else had.plus(used)
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
