@@ -302,21 +302,21 @@ def run_bench(
     return report_json(meta, runs, n_goal=4 if 4 in streams else max(streams))
 
 
-# The warm-up's size: a fifth of the measured stream, within these bounds. A 20,000-command
-# warm-up left the first 1M-command run's fixed cost 4-8 s above the same run's once the JVM
-# had run a large stream (C2's code for the hot loops, the heap grown): 18.0-24.8 s against
-# 13.6 s, set-based, on a 2-core VM. After a 200,000-command warm-up it was 16.1 s.
-WARM_UP_COMMANDS = (20_000, 200_000)
+# The warm-up's size: the measured stream's, up to a million commands. A fifth of it (20,000 to
+# 200,000 commands) left the first measured 1M-command run's fixed cost 2.5-3 s above the same
+# run's next one in that process (set-based: 12.2-12.8 s, then 9.3-9.7 s; JIT and heap still
+# settling), so the bench measured the warm-up's end rather than a warm run. Above 1M the
+# warm-up stays at 1M: what warms the JVM is the shape of the work, not its length.
+WARM_UP_MAX = 1_000_000
 
 
 def warm_up_commands(commands: int) -> int:
     """The commands of the untimed warm-up before a measured run of ``commands``."""
-    lo, hi = WARM_UP_COMMANDS
-    return min(commands, max(lo, min(hi, commands // 5)))
+    return min(commands, WARM_UP_MAX)
 
 
 def _warm_up(spark: Any, bs: BenchStream, n: int, target: Any, set_apply: bool) -> None:
-    """One untimed run of the same shape on a small stream, in its own subscription."""
+    """One untimed run of the same stream (up to :data:`WARM_UP_MAX` commands), in its own subscription."""
     import applier
 
     w = bs.workload
