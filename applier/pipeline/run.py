@@ -344,52 +344,55 @@ def _subscription(
     phases["plan"] = applied.plan_seconds
     phases["apply"] = applied.apply_seconds
 
-    t = time.perf_counter()
-    with cost.phase("verify"):
-        ev = union(spark, applied.events)
-        digest = applied.digest
-        summary = summarize(
-            ev,
-            rounds=applied.rounds,
-            streams=job.streams,
-            commands=applied.commands,
-            transactions=applied.transactions,
-            apply_seconds=applied.apply_seconds,
-            segments=applied.segments,
-            snapshot_rows=loaded,
-            source=cs.origin,
-            digest=digest,
-            pace=applied.pace or job.pace,
-        )
-        say("verifying" if whole else f"{sub.name}: verifying")
-        final = sub_articles(schemas, sub, {n: len(v) for n, v in schemas.versions.items()})
-        failpoints.reach("verify.start")
-        try:
-            whole_why = scope.plan(rs.verify, keys_why, loaded or 0, commands)
-            sc = scope.scope_of(endpoint, sub.name, final, rs.verify, whole_why)
-            with without_aqe(spark, rows=applied.commands + (loaded or 0)):
-                check = _verify(spark, cs, schemas, sub, endpoint, final, whole, routed, applied, ev, sc)
-            check = scope.finish(check, sc)
-            scope.release(endpoint, sub.name, final, sc)
-        except ApplierError:
-            raise
-        except Exception as e:  # noqa: BLE001 - a checker that crashes says unknown, never passes
-            if stop_of(e) is not None:
-                raise  # a signal that landed inside a C call: the run stops, it did not check
-            # The reason is one line (the summary's verdict cell, the report); the traceback
-            # goes to applier's log (on the console with -v).
-            check = Check.unknown(failure_reason(e))
-            log.info("%s: verify: %s", sub.name, check.reason, exc_info=True)
-    phases["verify"] = time.perf_counter() - t
-    planned = applied.planned  # one segment's (a run with barriers starts its rounds again at each)
-    many = summary.resets > EXPLAINED_SHARE * summary.rounds and summary.resets >= EXPLAINED_RESETS
-    if explain_resets and many and job.streams > 1 and planned is not None:
+    # The planned stream kept for verify (a cache, or the feed files it reads) is freed whatever
+    # verify and the explanation do; a kill -9 leaves the files to the next run (clear_feeds).
+    try:
         t = time.perf_counter()
-        with cost.phase("explain"), without_aqe(spark, rows=applied.commands):
-            summary = explained(planned, config.run, first, summary, digest, applied.transactions)
-        phases["explain"] = time.perf_counter() - t
-    if applied.planned is not None:
-        applied.planned.unpersist()
+        with cost.phase("verify"):
+            ev = union(spark, applied.events)
+            digest = applied.digest
+            summary = summarize(
+                ev,
+                rounds=applied.rounds,
+                streams=job.streams,
+                commands=applied.commands,
+                transactions=applied.transactions,
+                apply_seconds=applied.apply_seconds,
+                segments=applied.segments,
+                snapshot_rows=loaded,
+                source=cs.origin,
+                digest=digest,
+                pace=applied.pace or job.pace,
+            )
+            say("verifying" if whole else f"{sub.name}: verifying")
+            final = sub_articles(schemas, sub, {n: len(v) for n, v in schemas.versions.items()})
+            failpoints.reach("verify.start")
+            try:
+                whole_why = scope.plan(rs.verify, keys_why, loaded or 0, commands)
+                sc = scope.scope_of(endpoint, sub.name, final, rs.verify, whole_why)
+                with without_aqe(spark, rows=applied.commands + (loaded or 0)):
+                    check = _verify(spark, cs, schemas, sub, endpoint, final, whole, routed, applied, ev, sc)
+                check = scope.finish(check, sc)
+                scope.release(endpoint, sub.name, final, sc)
+            except ApplierError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a checker that crashes says unknown, never passes
+                if stop_of(e) is not None:
+                    raise  # a signal that landed inside a C call: the run stops, it did not check
+                # The reason is one line (the summary's verdict cell, the report); the traceback
+                # goes to applier's log (on the console with -v).
+                check = Check.unknown(failure_reason(e))
+                log.info("%s: verify: %s", sub.name, check.reason, exc_info=True)
+        phases["verify"] = time.perf_counter() - t
+        planned = applied.planned  # one segment's (a run with barriers starts its rounds again at each)
+        many = summary.resets > EXPLAINED_SHARE * summary.rounds and summary.resets >= EXPLAINED_RESETS
+        if explain_resets and many and job.streams > 1 and planned is not None:
+            t = time.perf_counter()
+            with cost.phase("explain"), without_aqe(spark, rows=applied.commands):
+                summary = explained(planned, config.run, first, summary, digest, applied.transactions)
+            phases["explain"] = time.perf_counter() - t
+    finally:
+        applied.release()
     if not whole:
         routed.unpersist()
     fatal = applied.fatal or summary.fatal

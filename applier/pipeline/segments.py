@@ -37,7 +37,7 @@ from applier.apply.digest import EventDigest, digest_events
 from applier.apply.events import EVENT_SCHEMA
 from applier.apply.job import StreamJob
 from applier.apply.pace import Pace
-from applier.apply.streams import clear_feeds, feed_folder, feeds_from_files, write_feed
+from applier.apply.streams import clear_feeds, feed_folder, feed_frame, feeds_from_files, write_feed
 from applier.articles import Article
 from applier.config import Subscription
 from applier.distribute.routing import sub_articles
@@ -87,7 +87,16 @@ class Applied:
     schema_changes: list[dict[str, Any]] = field(default_factory=list)
     event_dirs: list[str] = field(default_factory=list)  # where each stage wrote its events
     planned: DataFrame | None = None  # the one segment's laid-out stream, kept for verify
+    feed: str | None = None  # the folder of feed files ``planned`` reads, kept as long as it
     pace: Pace | None = None  # the last segment's pace (a paced run's figures)
+
+    def release(self) -> None:
+        """Free the planned stream kept for verify: its cache, or the feed files it reads."""
+        if self.planned is not None:
+            self.planned.unpersist()
+        if self.feed is not None:
+            shutil.rmtree(self.feed, ignore_errors=True)
+            self.feed = None
 
 
 def _poll_progress(
@@ -155,19 +164,21 @@ def _segment(
     poller.start()
     t = time.perf_counter()
     events_dir = str(work_dir / f"events-{st.name.replace('/', '_')}-{k}")
+    kept = False  # a fed stream kept for verify keeps its files (Applied.release removes them)
     try:
         with cost.phase("apply"):
             streamed = apply_model(st.model)(spark, planned, job, events_dir)
         out.event_dirs.append(events_dir)
+        kept = keep_planned
     finally:
         stop.set()
         poller.join(timeout=5)
-        if feed is not None:
+        if feed is not None and not kept:
             shutil.rmtree(feed, ignore_errors=True)
     out.apply_seconds += time.perf_counter() - t
     progress("apply", n_rounds, n_rounds)
     if keep_planned:
-        out.planned = planned
+        out.planned, out.feed = planned, feed
     else:
         planned.unpersist()
     out.rounds += n_rounds
@@ -213,14 +224,18 @@ def _plan(
     # written, or by the stream tasks as their batches arrive from Spark.
     values = st.model == "agent" and not st.job.set_apply
     feeding = st.job.schedule is None and feeds_from_files(spark, st.size_hint)
-    planned = lay_out(parted, n, articles).persist(cache_level(st.size_hint))
+    planned = lay_out(parted, n, articles)
     feed: str | None = None
     if feeding:
-        # The cache is built while each stream's rows are written for its task (streams.py).
+        # The streams' files are the planned stream from here on (verify reads them): nothing
+        # is cached.
         feed = str(feed_folder(work_dir, st.name, k))
         fed_rows = sum(
             write_feed(spark, planned, feed, row_bytes_bound(articles), articles if values else ())
         )
+        planned = feed_frame(spark, feed, n, planned.schema)
+    else:
+        planned = planned.persist(cache_level(st.size_hint))
     if known is not None:
         commands, transactions = (fed_rows if feed else planned.count()), known.transactions
         if commands != known.commands:  # the oracle reads `planned` then: nothing may be lost

@@ -1,6 +1,7 @@
 """How the stream tasks get their rows (``apply.streams``): from feed files the plan phase
 writes (a local master) or through Spark (a cluster, ``APPLIER_FEED=spark``). Both apply the
-same commands to the same end state; the feed files are gone after the apply; a stream whose
+same commands to the same end state; the feed files (verify reads them back as the planned
+stream) are gone after the run; a stream whose
 file is missing fails loudly instead of applying nothing; and Arrow batches are cut by rows
 alone only where the articles' row bound keeps them under Spark's byte limit."""
 
@@ -33,7 +34,7 @@ def test_both_feeds_apply_the_stream_and_leave_no_feed_files(spark, target, tmp_
     (sub,) = result.subscriptions
     assert sub.verdict is applier.Verdict.CONVERGED, sub.check.to_json()
     assert sub.summary.commands > 0
-    assert not list(work.rglob("stream-*.arrow*")), "feed files left behind"
+    assert not list(work.rglob("*stream-*.parquet*")), "feed files left behind"
 
 
 def test_a_feed_a_killed_run_left_is_removed_by_the_next_run_of_its_subscription(spark, target, tmp_path):
@@ -46,13 +47,13 @@ def test_a_feed_a_killed_run_left_is_removed_by_the_next_run_of_its_subscription
     other = feed_folder(work, "feed_stale_2", 0)  # another subscription's, maybe a live run's
     for folder in [*mine, other]:
         folder.mkdir(parents=True)
-        (folder / "stream-7.arrow").write_bytes(b"x" * 1024)
-        (folder / "stream-1.arrow.0.part").write_bytes(b"x")
+        (folder / "stream-7.parquet").write_bytes(b"x" * 1024)
+        (folder / ".stream-1.parquet.0.part").write_bytes(b"x")
     cfg = config("feed_stale", streams=2, batch=5, kind="key-chains", transactions=20, initial_rows=10)
     result = applier.run(cfg, target, spark=spark, work_dir=work)
     assert result.subscriptions[0].verdict is applier.Verdict.CONVERGED
     assert not any(f.exists() for f in mine)
-    assert sorted(p.name for p in other.iterdir()) == ["stream-1.arrow.0.part", "stream-7.arrow"]
+    assert sorted(p.name for p in other.iterdir()) == [".stream-1.parquet.0.part", "stream-7.parquet"]
 
 
 def test_feed_files_only_for_a_local_master_and_an_in_memory_stream(spark, monkeypatch):
@@ -63,7 +64,7 @@ def test_feed_files_only_for_a_local_master_and_an_in_memory_stream(spark, monke
 
 
 def test_a_missing_feed_file_is_an_error_not_an_empty_stream(tmp_path):
-    with pytest.raises(ApplierError, match=r"stream 3 has no rows to apply: .*stream-3\.arrow is missing"):
+    with pytest.raises(ApplierError, match=r"stream 3 has no rows to apply: .*stream-3\.parquet is missing"):
         list(read_feed(str(tmp_path), 3))
 
 
@@ -80,7 +81,7 @@ def test_arrow_batches_are_cut_by_rows_only_where_the_bound_allows(spark):
 
 
 def test_a_stream_without_rows_gets_a_file_with_the_schema_and_no_batches(spark, tmp_path):
-    from applier.apply.streams import write_feed
+    from applier.apply.streams import feed_frame, write_feed
 
     df = spark.createDataFrame([(1, "a"), (2, "b")], "k long, v string").repartition(4, "k")
     per_partition = df.rdd.glom().map(len).collect()
@@ -89,5 +90,8 @@ def test_a_stream_without_rows_gets_a_file_with_the_schema_and_no_batches(spark,
     for i, n in enumerate(per_partition):
         assert sum(b.num_rows for b in read_feed(str(tmp_path), i)) == n
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        f"stream-{i}.arrow" for i in range(4)
+        f"stream-{i}.parquet" for i in range(4)
     ]  # nothing aside
+    # the files are the planned stream verify reads: Spark reads them back whole
+    back = feed_frame(spark, str(tmp_path), 4, df.schema)
+    assert sorted(tuple(r) for r in back.collect()) == [(1, "a"), (2, "b")]
