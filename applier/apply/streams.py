@@ -133,7 +133,7 @@ def write_feed(
     ``articles`` (procedure calls of the agent model) the batches are written with their
     value columns (:func:`applier.plan.reading.with_value_columns`), made here, in the plan
     phase. A file appears whole or not at all (written aside under a hidden name, then
-    renamed). Parquet, not an Arrow stream, so that Spark reads the files back as the planned
+    renamed; :func:`feed_frame` and :func:`read_feed` open the final names only). Parquet, not an Arrow stream, so that Spark reads the files back as the planned
     stream (:func:`feed_frame`) where it used to cache it: at 1M commands the cache took a
     fifth of the plan phase's JVM time. Uncompressed: the files live for one run, on the
     local disk."""
@@ -153,7 +153,7 @@ def write_feed(
         s = ctx.partitionId()
         name = FEED_FILE.format(s)
         final = os.path.join(path, name)
-        aside = os.path.join(path, f".{name}.{ctx.attemptNumber()}.part")  # hidden from Spark's reader
+        aside = os.path.join(path, f".{name}.{ctx.attemptNumber()}.part")  # hidden: no stream's file
         n = 0
         writer: pq.ParquetWriter | None = None
         try:

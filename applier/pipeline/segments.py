@@ -87,7 +87,7 @@ class Applied:
     schema_changes: list[dict[str, Any]] = field(default_factory=list)
     event_dirs: list[str] = field(default_factory=list)  # where each stage wrote its events
     planned: DataFrame | None = None  # the one segment's laid-out stream, kept for verify
-    feed: str | None = None  # the folder of feed files ``planned`` reads, kept as long as it
+    feed: str | None = None  # the folder of feed files ``planned`` reads, kept as long as ``planned`` is
     pace: Pace | None = None  # the last segment's pace (a paced run's figures)
 
     def release(self) -> None:
