@@ -39,6 +39,9 @@ def stopper(received: list[int]) -> Callable[[int, object], None]:
             proc = getattr(getattr(sc, "_gateway", None), "proc", None)
             with contextlib.suppress(Exception):
                 if proc is not None:
+                    from applier.sparkenv.session import stopping_jvm
+
+                    stopping_jvm()  # the JVM's log goes at exit: this is no crash
                     # PySpark's accumulator server would print the dead JVM's EOF as a traceback.
                     server = getattr(sc, "_accumulatorServer", None)
                     if server is not None:

@@ -72,7 +72,49 @@ def _remove_at_exit(folder: Path) -> None:
                         p.kill()
                         starting.append(p)
         psutil.wait_procs(starting, timeout=5)
+    else:
+        _keep_log_of_dead_jvm(folder)
     leftovers.remove(folder)
+
+
+# Spark's exit code when a JVM thread runs out of memory (SparkExitCode.OOM)
+_EXIT_OOM = 52
+
+
+def stopping_jvm() -> None:
+    """Say the local JVM is about to be killed on purpose (SIGINT/SIGTERM): its log goes at
+    exit as usual."""
+    _log.stopping = True
+
+
+def _keep_log_of_dead_jvm(folder: Path) -> Path | None:
+    """Keep the log of a local JVM that exited before this process did, unasked (an
+    ``OutOfMemoryError``, a crash, the kernel's OOM killer): it lives in ``folder``, which is
+    removed at exit, and it is the only record of why. Moved to the temporary directory as
+    ``applier-jvm-<pid>.log``, named on stderr. A JVM still running (it exits with this
+    process), killed by a signal's handler, or logging to a file the user chose: nothing kept."""
+    import shutil
+    import tempfile
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    code = proc.poll() if proc is not None else None
+    log = _log.file
+    if code is None or _log.stopping or log is None or folder not in log.parents or not log.exists():
+        return None
+    kept = Path(tempfile.gettempdir()) / f"applier-jvm-{os.getpid()}.log"
+    with contextlib.suppress(OSError):
+        shutil.move(str(log), kept)
+        why = (
+            " (Spark's code for an OutOfMemoryError: raise APPLIER_DRIVER_MEMORY)"
+            if code == _EXIT_OOM
+            else ""
+        )
+        print(
+            f"applier: Spark's JVM exited with code {code}{why} before this process; its log is kept: {kept}",
+            file=sys.stderr,
+        )
+        return kept
+    return None
 
 
 LOCAL_DIRS_ENV = "SPARK_LOCAL_DIRS"
@@ -165,6 +207,7 @@ def worker_log_dir() -> Path:
 class _Log:
     verbose: bool = False
     file: Path | None = None
+    stopping: bool = False  # the JVM is killed on purpose (a signal's handler)
 
 
 _log = _Log()
