@@ -133,10 +133,10 @@ def write_feed(
     ``articles`` (procedure calls of the agent model) the batches are written with their
     value columns (:func:`applier.plan.reading.with_value_columns`), made here, in the plan
     phase. A file appears whole or not at all (written aside under a hidden name, then
-    renamed; :func:`feed_frame` and :func:`read_feed` open the final names only). Parquet, not an Arrow stream, so that Spark reads the files back as the planned
-    stream (:func:`feed_frame`) where it used to cache it: at 1M commands the cache took a
-    fifth of the plan phase's JVM time. Uncompressed: the files live for one run, on the
-    local disk."""
+    renamed; :func:`feed_frame` and :func:`read_feed` open the final names only). Parquet,
+    not an Arrow stream, so that Spark reads the files back as the planned stream
+    (:func:`feed_frame`) where it used to cache it: at 1M commands the cache took a fifth of
+    the plan phase's JVM time. Uncompressed: the files live for one run, on the local disk."""
     path = str(folder)
     os.makedirs(path, exist_ok=True)
     from pyspark.sql.pandas.types import to_arrow_schema
