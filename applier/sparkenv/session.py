@@ -87,7 +87,7 @@ def stopping_jvm() -> None:
     _log.stopping = True
 
 
-def _keep_log_of_dead_jvm(folder: Path) -> Path | None:
+def _keep_log_of_dead_jvm(folder: Path) -> None:
     """Keep the log of a local JVM that exited before this process did, unasked (an
     ``OutOfMemoryError``, a crash, the kernel's OOM killer): it lives in ``folder``, which is
     removed at exit, and it is the only record of why. Moved to the temporary directory as
@@ -100,7 +100,7 @@ def _keep_log_of_dead_jvm(folder: Path) -> Path | None:
     code = proc.poll() if proc is not None else None
     log = _log.file
     if code is None or _log.stopping or log is None or folder not in log.parents or not log.exists():
-        return None
+        return
     kept = Path(tempfile.gettempdir()) / f"applier-jvm-{os.getpid()}.log"
     with contextlib.suppress(OSError):
         shutil.move(str(log), kept)
@@ -113,8 +113,6 @@ def _keep_log_of_dead_jvm(folder: Path) -> Path | None:
             f"applier: Spark's JVM exited with code {code}{why} before this process; its log is kept: {kept}",
             file=sys.stderr,
         )
-        return kept
-    return None
 
 
 LOCAL_DIRS_ENV = "SPARK_LOCAL_DIRS"
