@@ -7,7 +7,7 @@ on shared machines).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -98,6 +98,7 @@ def ratios(run: SyncRun, n: int) -> dict[str, float | None]:
         )
         # the fixed cost: everything but the apply, in seconds (a warm run's)
         out[f"{prefix}fixed_cost_seconds"] = e2e.seconds - apply.seconds if e2e and apply else None
+        out[f"{prefix}meeting_wait_share"] = meeting_wait_share(p.extra.get(f"{prefix}stream_stats") or [])
     return out
 
 
@@ -206,6 +207,53 @@ def _fmt_ratio(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
+def meeting_wait_share(stream_stats: Sequence[Mapping[str, Any]]) -> float | None:
+    """The share of the apply the streams spent waiting for each other at the round meetings
+    (the agent's gather before a round's commit and its barrier after it): their waits over
+    their times, summed over the streams (None: no stream recorded both)."""
+    timed = [s for s in stream_stats if s.get("seconds") and s.get("barrier_wait_seconds") is not None]
+    total = sum(float(s["seconds"]) for s in timed)
+    return sum(float(s["barrier_wait_seconds"]) for s in timed) / total if total > 0 else None
+
+
+# The sides of a command's CPU, as the bench records them (µs a command), and their names here.
+_CEILING_SIDES = (("client", "client"), ("server", "server"))
+_APPLIER_SIDES = (("python_workers", "workers"), ("jvm", "JVM"), ("server", "server"))
+
+
+def _cpu(figures: Mapping[str, Any] | None, sides: Sequence[tuple[str, str]]) -> str | None:
+    """'37.4 us (workers 11.3 + JVM 1.3 + server 24.8)', or None when a side is missing."""
+    if not figures or any(figures.get(k) is None for k, _ in sides):
+        return None
+    total = sum(float(figures[k]) for k, _ in sides)
+    return f"{total:.1f} us (" + " + ".join(f"{name} {float(figures[k]):.1f}" for k, name in sides) + ")"
+
+
+def cost_lines(doc: Mapping[str, Any]) -> list[str]:
+    """Where an apply's time goes beside the ceiling's, one line per sync, N and mode: the CPU a
+    command cost each side (on a machine whose cores are all busy, apply/ceiling is about the
+    ceiling's CPU a command over applier's) and the streams' share of the apply spent waiting at
+    the round meetings, which the ceiling does not hold."""
+    lines = []
+    for sync, run in doc["runs"].items():
+        for n, p in run["per_n"].items():
+            extra = p.get("extra") or {}
+            ceiling = _cpu(extra.get("ceiling_cpu_us_per_command"), _CEILING_SIDES)
+            for mode, x in (("calls", ""), ("set-based", "set_")):
+                mine = _cpu(extra.get(f"{x}apply_cpu_us_per_command"), _APPLIER_SIDES)
+                if mine is None:
+                    continue
+                share = meeting_wait_share(extra.get(f"{x}stream_stats") or [])
+                waited = (
+                    ""
+                    if share is None
+                    else f"; its streams waited {share:.0%} of the apply at the round meetings"
+                )
+                base = f"ceiling {ceiling}, " if ceiling else ""
+                lines.append(f"CPU a command, sync {sync}, N={n}: {base}{mode} {mine}{waited}")
+    return lines
+
+
 def table_lines(doc: Mapping[str, Any]) -> list[str]:
     """The side-by-side table: commands/s per N, with the ratios, one block per sync setting."""
     lines = []
@@ -243,4 +291,4 @@ def table_lines(doc: Mapping[str, Any]) -> list[str]:
         value = "-" if g["value"] is None else f"{g['value']:.2f}"
         miss = f" (short by {g['miss_fraction']:.0%})" if g["met"] is False else ""
         lines.append(f"goal{' (stretch)' if g['stretch'] else ''}: {g['name']}: {value} {state}{miss}")
-    return lines
+    return lines + cost_lines(doc)

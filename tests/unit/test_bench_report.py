@@ -7,7 +7,19 @@ import json
 import pytest
 
 from applier.bench.command import _choices, _ints, warm_up_commands
-from applier.bench.report import Goal, Measure, PerN, SyncRun, goals, ratio, ratios, report_json, table_lines
+from applier.bench.report import (
+    Goal,
+    Measure,
+    PerN,
+    SyncRun,
+    cost_lines,
+    goals,
+    meeting_wait_share,
+    ratio,
+    ratios,
+    report_json,
+    table_lines,
+)
 from applier.bench.stream import BenchStream, key_bucket
 
 
@@ -156,3 +168,36 @@ def test_set_based_figures_get_their_own_ratios_goals_and_rows():
 )
 def test_the_warm_up_is_the_measured_stream_up_to_a_million_commands(commands, warm):
     assert warm_up_commands(commands) == warm
+
+
+def test_meeting_wait_share_sums_the_streams_waits_over_their_times():
+    stats = [
+        {"stream": 0, "seconds": 10.0, "barrier_wait_seconds": 1.0},
+        {"stream": 1, "seconds": 10.0, "barrier_wait_seconds": 3.0},
+        {"stream": 2, "seconds": 0.0, "barrier_wait_seconds": 0.0},  # no time: left out
+    ]
+    assert meeting_wait_share(stats) == pytest.approx(0.2)
+    assert meeting_wait_share([]) is None
+    assert meeting_wait_share([{"stream": 0, "seconds": 5.0}]) is None  # no wait recorded
+
+
+def test_cost_lines_show_each_sides_cpu_and_the_meetings_beside_the_ceiling():
+    runs = _runs()
+    runs["on"].per_n[4].extra = {
+        "ceiling_cpu_us_per_command": {"client": 7.28, "server": 25.22},
+        "apply_cpu_us_per_command": {"jvm": 1.27, "python_workers": 11.27, "server": 24.83},
+        "stream_stats": [
+            {"stream": 0, "seconds": 19.0, "barrier_wait_seconds": 3.0},
+            {"stream": 1, "seconds": 19.0, "barrier_wait_seconds": 2.0},
+        ],
+        "set_apply_cpu_us_per_command": {"jvm": 2.0, "python_workers": 4.0, "server": None},
+    }
+    doc = report_json({"commands": 1000}, runs, 4)
+    assert doc["runs"]["on"]["per_n"]["4"]["ratios"]["meeting_wait_share"] == pytest.approx(5 / 38, abs=1e-3)
+    lines = cost_lines(doc)
+    assert lines == [
+        "CPU a command, sync on, N=4: ceiling 32.5 us (client 7.3 + server 25.2), "
+        "calls 37.4 us (workers 11.3 + JVM 1.3 + server 24.8); "
+        "its streams waited 13% of the apply at the round meetings"
+    ]  # set-based: a side missing, no line; N=1 and sync off: nothing recorded, no line
+    assert table_lines(doc)[-1] == lines[0]
