@@ -17,7 +17,6 @@ import dataclasses
 import json
 import time
 from collections.abc import Callable, Sequence
-from itertools import groupby
 from typing import Any, TypeVar
 
 from applier.apply import blame
@@ -214,13 +213,8 @@ class Sender(Blame, Stepping):
         column from the value columns where its plan can (:class:`~applier.plan.calls.FastParameters`),
         row by row otherwise."""
         parts: list[Run | list[tuple[Row, Call]]] = []
-        n = len(share)
-        if not n:
-            return PlannedShare(share, parts)
-        start = 0
         compiled = self.planner.compiled
-        for (a, o), run in groupby(zip(share.values("article"), share.values("op"), strict=True)):
-            stop = start + len(list(run))
+        for (a, o), start, stop in share.runs("article", "op"):
             plan = compiled(a, o)
             fast = plan.fast
             flat = fast.flat(share, start, stop) if fast is not None and fast.usable(share) else None
@@ -234,7 +228,6 @@ class Sender(Blame, Stepping):
                     if call is not None:
                         pairs.append((row, call))
                 parts.append(pairs)
-            start = stop
         return PlannedShare(share, parts)
 
     def per_row(self, calls: Sequence[tuple[Row, Call]]) -> list[tuple[Row, Call]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -78,6 +79,31 @@ class Share(Sequence[Row]):
         assert self.table is not None
         return self.table.column(name).slice(start, stop - start).combine_chunks()
 
+    def runs(self, *names: str) -> list[tuple[tuple[Any, ...], int, int]]:
+        """The share cut where any of the columns ``names`` changes value: per run its values
+        and its rows [start, stop), in row order (as ``itertools.groupby`` over the rows' values
+        groups them, two NULLs equal), found by Arrow over the whole columns."""
+        n = len(self)
+        if not n:
+            return []
+        assert self.table is not None
+        cut = np.zeros(n, dtype=bool)  # cut[i]: row i starts a run
+        cut[0] = True
+        columns = [self.table.column(name).combine_chunks() for name in names]
+        if n > 1:
+            for col in columns:
+                a, b = col.slice(1), col.slice(0, n - 1)
+                differ = pc.not_equal(a, b)
+                if differ.null_count:  # a NULL beside a value differs; two NULLs do not
+                    differ = pc.if_else(pc.is_valid(differ), differ, pc.xor(pc.is_null(a), pc.is_null(b)))
+                cut[1:] |= differ.to_numpy(zero_copy_only=False)
+        starts = np.flatnonzero(cut)
+        firsts = [pc.take(col, pa.array(starts)).to_pylist() for col in columns]
+        bounds = [*starts.tolist(), n]
+        return [
+            (tuple(values), bounds[i], bounds[i + 1]) for i, values in enumerate(zip(*firsts, strict=True))
+        ]
+
     def max_lsn(self) -> int:
         top: int = max(self.values("lsn"))
         return top
@@ -120,6 +146,7 @@ class Shares:
         self.it = batches
         self.schema: pa.Schema | None = None
         self.batch: pa.RecordBatch | None = None
+        self.rounds: np.ndarray[Any, Any] = np.zeros(0, dtype=np.int32)  # the batch's rounds
         self.pos = 0
         self._next()
 
@@ -130,23 +157,23 @@ class Shares:
                 self.schema = b.schema
             if b.num_rows:
                 self.batch = b
+                self.rounds = b.column("round").to_numpy(zero_copy_only=False)
                 return
 
     def take_round(self, r: int) -> Share:
         parts: list[pa.RecordBatch] = []
         while self.batch is not None:
-            rest = self.batch.slice(self.pos)
-            rounds = rest.column("round")
-            other = pc.index(pc.not_equal(rounds, pa.scalar(r, rounds.type)), True).as_py()
-            if other < 0:
-                parts.append(rest)
+            differ = self.rounds[self.pos :] != r
+            other = int(differ.argmax())  # the first row of another round (0 when there is none)
+            if not differ[other]:  # every row left in the batch is of round r
+                parts.append(self.batch.slice(self.pos))
                 self._next()
                 continue
             if other:
-                parts.append(rest.slice(0, other))
+                parts.append(self.batch.slice(self.pos, other))
                 self.pos += other
-            if rounds[other].as_py() < r:
-                lsn = rest.column("lsn")[other].as_py()
+            if self.rounds[self.pos] < r:
+                lsn = self.batch.column("lsn")[self.pos].as_py()
                 raise RuntimeError(f"stream rows out of round order at lsn {lsn}")
             break
         return Share(parts, self.schema)
