@@ -70,6 +70,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
     def _stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import BarrierTaskContext
 
+        cpu_start = time.process_time()  # the task's own CPU, in its figures (cpu_seconds)
         ctx = BarrierTaskContext.get()
         s = ctx.partitionId()
         dialect = job.endpoint.dialect
@@ -92,6 +93,7 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
         rdv = meet(rendezvous, s)
         sender.attach(rdv if isinstance(rdv, GateClient) else None)
         wait_s = 0.0
+        take_cpu = 0.0  # CPU spent taking the shares and planning their calls
         n_cmds = 0
         live = job.live and not isinstance(rdv, GateClient)
         start = (
@@ -160,6 +162,14 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
 
         def take(r: int) -> tuple[Sequence[Row], Sequence[tuple[Row, Call]] | None]:
             """Round r's share and, unless an earlier run committed it, its calls."""
+            nonlocal take_cpu
+            t_cpu = time.process_time()
+            try:
+                return _take(r)
+            finally:
+                take_cpu += time.process_time() - t_cpu
+
+        def _take(r: int) -> tuple[Sequence[Row], Sequence[tuple[Row, Call]] | None]:
             share = incoming.take_round(r)
             if len(share):
                 streams = share.values("stream")
@@ -316,7 +326,14 @@ def stream_task(job: StreamJob, rendezvous: Address) -> Task:
         rdv.close()
         sender.close()
         ev.finished(
-            s, n_cmds, time.perf_counter() - t_start, sender.figures(barrier_wait_seconds=round(wait_s, 4))
+            s,
+            n_cmds,
+            time.perf_counter() - t_start,
+            sender.figures(
+                barrier_wait_seconds=round(wait_s, 4),
+                cpu_seconds=round(time.process_time() - cpu_start, 4),
+                take_cpu_seconds=round(take_cpu, 4),
+            ),
         )
         ev.steps(s, sender.steps)
         yield from ev.drain()

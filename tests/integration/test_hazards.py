@@ -40,6 +40,8 @@ def test_agent_key_hash_converges_on_every_hazard(spark, any_target, workload):
     result, report = run(spark, cfg(workload, "key-hash", "agent"), any_target)
     assert report["verdict"] == "converged", report["divergent"][:2]
     assert report["conflicts"]["other"] == 0
+    for s in report["streams"]:  # each stream task's own CPU, and the part taking its shares
+        assert 0 < s["take_cpu_seconds"] < s["cpu_seconds"], s
     if workload == "parent-child":
         assert report["conflicts"]["foreign_key"] > 0  # classified as such, not as "other"
     if workload == "unique-shuffle":
