@@ -187,10 +187,14 @@ def test_cost_lines_show_each_sides_cpu_and_the_meetings_beside_the_ceiling():
         "ceiling_cpu_us_per_command": {"client": 7.28, "server": 25.22},
         "apply_cpu_us_per_command": {"jvm": 1.27, "python_workers": 11.27, "server": 24.83},
         "stream_stats": [
-            {"stream": 0, "seconds": 19.0, "barrier_wait_seconds": 3.0},
-            {"stream": 1, "seconds": 19.0, "barrier_wait_seconds": 2.0},
+            {"stream": 0, "commands": 500, "seconds": 19.0, "barrier_wait_seconds": 3.0},
+            {"stream": 1, "commands": 500, "seconds": 19.0, "barrier_wait_seconds": 2.0},
         ],
-        "set_apply_cpu_us_per_command": {"jvm": 2.0, "python_workers": 4.0, "server": None},
+        "set_stream_stats": [  # the tasks' CPU: 0.01 s for 1,000 commands, 0.002 s of it taking
+            {"stream": 0, "commands": 600, "cpu_seconds": 0.006, "take_cpu_seconds": 0.001},
+            {"stream": 1, "commands": 400, "cpu_seconds": 0.004, "take_cpu_seconds": 0.001},
+        ],
+        "set_apply_cpu_us_per_command": {"jvm": 2.0, "python_workers": 4.0, "server": 3.0},
     }
     doc = report_json({"commands": 1000}, runs, 4)
     assert doc["runs"]["on"]["per_n"]["4"]["ratios"]["meeting_wait_share"] == pytest.approx(5 / 38, abs=1e-3)
@@ -198,6 +202,11 @@ def test_cost_lines_show_each_sides_cpu_and_the_meetings_beside_the_ceiling():
     assert lines == [
         "CPU a command, sync on, N=4: ceiling 32.5 us (client 7.3 + server 25.2), "
         "calls 37.4 us (workers 11.3 + JVM 1.3 + server 24.8); "
-        "its streams waited 13% of the apply at the round meetings"
-    ]  # set-based: a side missing, no line; N=1 and sync off: nothing recorded, no line
-    assert table_lines(doc)[-1] == lines[0]
+        "its streams waited 13% of the apply at the round meetings",  # no task CPU recorded
+        "CPU a command, sync on, N=4: ceiling 32.5 us (client 7.3 + server 25.2), "
+        "set-based 9.0 us (workers 4.0 + JVM 2.0 + server 3.0); "
+        "its stream tasks 10.0 us, 2.0 of it taking their shares",  # no waits recorded
+    ]  # N=1 and sync off: nothing recorded, no line
+    assert table_lines(doc)[-2:] == lines
+    del runs["on"].per_n[4].extra["set_apply_cpu_us_per_command"]["server"]
+    assert len(cost_lines(report_json({"commands": 1000}, runs, 4))) == 1  # a side missing: no line
