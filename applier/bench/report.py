@@ -257,7 +257,7 @@ def cost_lines(doc: Mapping[str, Any]) -> list[str]:
                 if mine is None:
                     continue
                 stats = extra.get(f"{x}stream_stats") or []
-                share = meeting_wait_share(stats)
+                share = p["ratios"].get(f"{x}meeting_wait_share")  # ratios(): from the same stats
                 waited = (
                     ""
                     if share is None
