@@ -40,6 +40,22 @@ from applier.sparkenv.processes import CpuSample
 PHASES = ("prepare", "plan", "apply", "verify", "report")
 
 
+class Clock:
+    """The seconds of one ``with`` stretch (perf_counter); ``seconds`` is set when it ends,
+    whether it ended by an exception or not."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._t = 0.0
+
+    def __enter__(self) -> Clock:
+        self._t = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self._t
+
+
 @dataclass
 class PhaseCost:
     seconds: float = 0.0
@@ -78,25 +94,29 @@ class CostMeter:
         return f"applier-{self.token}-{phase}"
 
     @contextlib.contextmanager
-    def phase(self, name: str) -> Iterator[None]:
+    def phase(self, name: str) -> Iterator[Clock]:
         sc = self.spark.sparkContext
         before = {
             k: sc.getLocalProperty(k)
             for k in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
         }
         sc.setJobGroup(self.group(name), f"applier {name}")
-        # the samples are in the phase's time, as in the caller's own timing of it (a few ms each)
-        t, wall = time.perf_counter(), time.time()
         jvm = self.jvm
         cpu = None if jvm is None else CpuSample.now(jvm)
+        # The phase's seconds are its own work's: the clock starts after the first CPU sample
+        # and stops before the last (a few ms each on a busy machine), so the run's report,
+        # which takes its phases' seconds from the same clock (tally), says the same figure.
+        clock = Clock()
+        wall = time.time()
         try:
-            yield
+            with clock:
+                yield clock
         finally:
             if jvm is not None and cpu is not None:
                 used = CpuSample.now(jvm).since(cpu)
                 had = self.cpu.get(name)
                 self.cpu[name] = used if had is None else had.plus(used)
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
+            self.seconds[name] = self.seconds.get(name, 0.0) + clock.seconds
             self.windows.setdefault(name, []).append((wall, time.time()))
             for k, v in before.items():
                 sc.setLocalProperty(k, v)  # type: ignore[arg-type]  # None clears it
@@ -164,6 +184,7 @@ class CostMeter:
 
 
 _METER: ContextVar[CostMeter | None] = ContextVar("applier_cost_meter", default=None)
+_TALLY: ContextVar[dict[str, float] | None] = ContextVar("applier_phase_tally", default=None)
 
 
 def meter_for(spark: SparkSession) -> CostMeter:
@@ -187,11 +208,25 @@ def metering(meter: CostMeter) -> Iterator[CostMeter]:
 
 
 @contextlib.contextmanager
-def phase(name: str) -> Iterator[None]:
-    """Count what runs within into the current meter's ``name`` (nothing without one)."""
-    meter = _METER.get()
-    if meter is None:
-        yield
-        return
-    with meter.phase(name):
-        yield
+def tally(phases: dict[str, float]) -> Iterator[dict[str, float]]:
+    """Within it, every :func:`phase` also adds its seconds to ``phases[name]``: a
+    subscription's own figures, from the same clock as the meter's."""
+    token = _TALLY.set(phases)
+    try:
+        yield phases
+    finally:
+        _TALLY.reset(token)
+
+
+@contextlib.contextmanager
+def phase(name: str) -> Iterator[Clock]:
+    """Count what runs within into the current meter's ``name``, and into the current tally's;
+    yields the clock of this stretch (its ``seconds`` are set when it ends)."""
+    meter, phases = _METER.get(), _TALLY.get()
+    clock: Clock | None = None
+    try:
+        with Clock() if meter is None else meter.phase(name) as clock:
+            yield clock
+    finally:
+        if phases is not None and clock is not None:
+            phases[name] = phases.get(name, 0.0) + clock.seconds

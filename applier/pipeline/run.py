@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -177,8 +176,8 @@ def run(
     try:
         with cost.metering(meter):
             say("reading changes" if reading else f"generating {config.workload.kind} workload")
-            t = time.perf_counter()
-            with cost.phase("prepare"):
+            read: dict[str, float] = {}
+            with cost.tally(read), cost.phase("prepare"):
                 cs = load_stream(spark, config, changes, snapshot, capture, inputs)
                 by_name = {a.name: a for a in config.articles}
                 schemas = cs.schemas or Schemas.build(by_name, [])
@@ -194,15 +193,17 @@ def run(
                 elif reading:
                     rows = cs.changes.where(F.col("op").isin(*EVENT_OPS)).orderBy("lsn").collect()
                     events = list(stream_events(rows, cs.schemas))
-            read_seconds = time.perf_counter() - t
+            read_seconds = read["prepare"]
             for s in subs:
                 if s.name in held:
                     continue
                 record(endpoints[s.name], s.name, idents[s.name], STARTED, None)
             out = []
             for sub in subs:
-                out.append(
-                    _subscription(
+                # the subscription's phases, counted by the same clocks as the run's cost
+                phases = {"prepare": read_seconds, "plan": 0.0, "apply": 0.0, "verify": 0.0}
+                with cost.tally(phases):
+                    done = _subscription(
                         spark=spark,
                         config=config,
                         cs=cs,
@@ -216,10 +217,10 @@ def run(
                         held=held.get(sub.name),
                         say=say,
                         progress=progress or (lambda *_: None),
-                        read_seconds=read_seconds,
+                        phases=phases,
                         explain_resets=explain_resets,
                     )
-                )
+                out.append(done)
                 read_seconds = 0.0  # the stream is read once, for the first subscription
             cs.unpersist()
             settings = config.to_dict()
@@ -251,7 +252,7 @@ def _subscription(
     held: RunRecord | None,
     say: Say,
     progress: Progress,
-    read_seconds: float,
+    phases: dict[str, float],  # the tally its phases add their seconds to (cost.tally)
     explain_resets: bool = True,
 ) -> SubscriptionResult:
     rs = config.run
@@ -260,8 +261,6 @@ def _subscription(
     # A full copy of a stream without events and schema changes receives every command as it
     # is: nothing to route, and the plan may read counts it already knows.
     whole = full_copy and not events and cs.schemas is None
-    phases: dict[str, float] = {}
-    t = time.perf_counter()
     with cost.phase("prepare"):
         if whole:
             routed, routing = cs.changes, {}
@@ -315,7 +314,6 @@ def _subscription(
             baselines=baselines,
             range_rows=rs.snapshot_range_rows,
         )
-    phases["prepare"] = read_seconds + time.perf_counter() - t
 
     with cost.phase("plan"):
         plan = Plan() if whole else plan_barriers(routed, events, sub, full_copy)
@@ -341,13 +339,10 @@ def _subscription(
     if not applied.fatal:
         record(endpoint, sub.name, ident, APPLIED, loaded)
         failpoints.reach("apply.done")
-    phases["plan"] = applied.plan_seconds
-    phases["apply"] = applied.apply_seconds
 
     # The planned stream kept for verify (a cache, or the feed files it reads) is freed whatever
     # verify and the explanation do; a kill -9 leaves the files to the next run (clear_feeds).
     try:
-        t = time.perf_counter()
         with cost.phase("verify"):
             ev = union(spark, applied.events)
             digest = applied.digest
@@ -383,20 +378,16 @@ def _subscription(
                 # goes to applier's log (on the console with -v).
                 check = Check.unknown(failure_reason(e))
                 log.info("%s: verify: %s", sub.name, check.reason, exc_info=True)
-        phases["verify"] = time.perf_counter() - t
         planned = applied.planned  # one segment's (a run with barriers starts its rounds again at each)
         many = summary.resets > EXPLAINED_SHARE * summary.rounds and summary.resets >= EXPLAINED_RESETS
         if explain_resets and many and job.streams > 1 and planned is not None:
-            t = time.perf_counter()
             with cost.phase("explain"), without_aqe(spark, rows=applied.commands):
                 summary = explained(planned, config.run, first, summary, digest, applied.transactions)
-            phases["explain"] = time.perf_counter() - t
     finally:
         applied.release()
     if not whole:
         routed.unpersist()
     fatal = applied.fatal or summary.fatal
-    t = time.perf_counter()
     with cost.phase("report"):
         schedule = schedule_rows(
             ev,
@@ -405,7 +396,6 @@ def _subscription(
             files=event_files(applied.event_dirs),
         )
         conflicts = tuple(conflict_rows(ev, digest))
-    phases["report"] = time.perf_counter() - t
     return SubscriptionResult(
         sub.name,
         endpoint.description,

@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -82,7 +81,6 @@ class Applied:
     commands: int = 0
     transactions: int = 0
     apply_seconds: float = 0.0
-    plan_seconds: float = 0.0
     fatal: bool = False
     schema_changes: list[dict[str, Any]] = field(default_factory=list)
     event_dirs: list[str] = field(default_factory=list)  # where each stage wrote its events
@@ -162,11 +160,10 @@ def _segment(
         target=_poll_progress, args=(endpoint, name, n_rounds, progress, stop), daemon=True
     )
     poller.start()
-    t = time.perf_counter()
     events_dir = str(work_dir / f"events-{st.name.replace('/', '_')}-{k}")
     kept = False  # a fed stream kept for verify keeps its files (Applied.release removes them)
     try:
-        with cost.phase("apply"):
+        with cost.phase("apply") as clock:
             streamed = apply_model(st.model)(spark, planned, job, events_dir)
         out.event_dirs.append(events_dir)
         kept = keep_planned
@@ -175,7 +172,7 @@ def _segment(
         poller.join(timeout=5)
         if feed is not None and not kept:
             shutil.rmtree(feed, ignore_errors=True)
-    out.apply_seconds += time.perf_counter() - t
+    out.apply_seconds += clock.seconds  # the run's phases_seconds["apply"] sums the same clocks
     progress("apply", n_rounds, n_rounds)
     if keep_planned:
         out.planned, out.feed = planned, feed
@@ -200,7 +197,6 @@ def _plan(
     """One segment's planned stream (cached), its rounds, its feed folder, its commands and,
     paced on the capture's clock, its schedule (each transaction's due time, the rounds' first
     transactions)."""
-    t = time.perf_counter()
     say("planning rounds and streams" + (f" (segment {k})" if k else ""))
     counted: dict[str, int] = {}
     schedule: dict[str, Any] = {}
@@ -242,7 +238,6 @@ def _plan(
             raise ApplierError(f"planned {commands} commands of the {known.commands} in the stream")
     else:  # as with_rounds read them: the planned stream is the same rows, laid out
         commands, transactions = counted["commands"], counted["transactions"]
-    out.plan_seconds += time.perf_counter() - t
     out.commands += commands
     out.transactions += transactions
     return planned, n_rounds, feed, commands, schedule
