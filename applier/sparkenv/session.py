@@ -87,6 +87,38 @@ def stopping_jvm() -> None:
     _log.stopping = True
 
 
+# How long a JVM whose gateway has closed may take to run its shutdown hooks and exit (0.05 s
+# measured after an error reached Python 0.5 s into System.exit; Spark's hooks stop its context)
+JVM_DYING_SECONDS = 10.0
+
+
+def _gateway_closed(gateway: Any) -> bool:
+    """Whether the local JVM's Py4J server refuses a connection: a JVM that is exiting (its
+    shutdown hooks still run, so it has no exit code yet) closed it first. A running JVM, even
+    one too busy to answer, accepts at once (the kernel does): this never waits on the JVM."""
+    import socket
+
+    params = getattr(gateway, "gateway_parameters", None)
+    if params is None:
+        return False
+    try:
+        socket.create_connection((params.address, params.port), timeout=1).close()
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False  # a timeout or another failure says nothing
+    return False
+
+
+def _exit_code_within(proc: Any, seconds: float) -> int | None:
+    import subprocess
+
+    try:
+        return int(proc.wait(timeout=seconds))
+    except subprocess.TimeoutExpired:
+        return None
+
+
 def _keep_log_of_dead_jvm(folder: Path) -> None:
     """Keep the log of a local JVM that exited before this process did, unasked (an
     ``OutOfMemoryError``, a crash, the kernel's OOM killer): it lives in ``folder``, which is
@@ -99,7 +131,11 @@ def _keep_log_of_dead_jvm(folder: Path) -> None:
     proc = getattr(SparkContext._gateway, "proc", None)
     code = proc.poll() if proc is not None else None
     log = _log.file
-    if code is None or _log.stopping or log is None or folder not in log.parents or not log.exists():
+    if _log.stopping or log is None or folder not in log.parents or not log.exists():
+        return
+    if code is None and proc is not None and _gateway_closed(SparkContext._gateway):
+        code = _exit_code_within(proc, JVM_DYING_SECONDS)
+    if code is None:
         return
     kept = Path(tempfile.gettempdir()) / f"applier-jvm-{os.getpid()}.log"
     with contextlib.suppress(OSError):

@@ -1,7 +1,8 @@
 """A local JVM that dies on its own (an ``OutOfMemoryError``: Spark exits with code 52) takes
 its log with it: the log lives in this process's Spark folder, removed at exit. The log is
-kept then, in the temporary directory, and stderr names it; a process whose JVM outlived it
-keeps nothing and says nothing."""
+kept then, in the temporary directory, and stderr names it, also when the process ends while
+the JVM still runs its shutdown hooks; a process whose JVM outlived it keeps nothing and says
+nothing."""
 
 from __future__ import annotations
 
@@ -20,13 +21,16 @@ from applier.sparkenv.session import configure_log, spark_session
 configure_log(False)
 spark = spark_session(1, app="jvm-log")
 assert spark.range(3).count() == 3
-if sys.argv[1] == "die":
+if sys.argv[1].startswith("die"):
     try:
         spark._jvm.java.lang.System.exit(52)  # as Spark's handler of an OutOfMemoryError does
     except Exception:
         pass
     from pyspark import SparkContext
-    SparkContext._gateway.proc.wait(60)  # gone, as when the error reaches the command's end
+    if sys.argv[1] == "die-then-wait":  # gone, as when the error took a while to reach the end
+        SparkContext._gateway.proc.wait(60)
+    else:  # the error ends the process at once: the JVM still runs its shutdown hooks
+        assert SparkContext._gateway.proc.poll() is None
     sys.exit(3)
 """
 
@@ -39,8 +43,9 @@ def _run(tmp_path: Path, how: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_log_of_a_jvm_that_died_is_kept_and_named(tmp_path: Path) -> None:
-    got = _run(tmp_path, "die")
+@pytest.mark.parametrize("how", ["die-then-wait", "die-at-once"])
+def test_the_log_of_a_jvm_that_died_is_kept_and_named(tmp_path: Path, how: str) -> None:
+    got = _run(tmp_path, how)
     assert got.returncode == 3, got.stderr
     kept = tmp_path / f"applier-jvm-{_pid(got.stderr)}.log"
     assert "Spark's JVM exited with code 52 (Spark's code for an OutOfMemoryError" in got.stderr
