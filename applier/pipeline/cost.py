@@ -31,13 +31,14 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.sql import SparkSession
 
 from applier.sparkenv.processes import CpuSample
 
 PHASES = ("prepare", "plan", "apply", "verify", "report")
+T = TypeVar("T")
 
 
 class Clock:
@@ -198,24 +199,23 @@ def meter_for(spark: SparkSession) -> CostMeter:
 
 
 @contextlib.contextmanager
-def metering(meter: CostMeter) -> Iterator[CostMeter]:
-    """Within it, :func:`phase` counts into ``meter``."""
-    token = _METER.set(meter)
+def _bound(var: ContextVar[T | None], value: T) -> Iterator[T]:
+    token = var.set(value)
     try:
-        yield meter
+        yield value
     finally:
-        _METER.reset(token)
+        var.reset(token)
 
 
-@contextlib.contextmanager
-def tally(phases: dict[str, float]) -> Iterator[dict[str, float]]:
+def metering(meter: CostMeter) -> contextlib.AbstractContextManager[CostMeter]:
+    """Within it, :func:`phase` counts into ``meter``."""
+    return _bound(_METER, meter)
+
+
+def tally(phases: dict[str, float]) -> contextlib.AbstractContextManager[dict[str, float]]:
     """Within it, every :func:`phase` also adds its seconds to ``phases[name]``: a
     subscription's own figures, from the same clock as the meter's."""
-    token = _TALLY.set(phases)
-    try:
-        yield phases
-    finally:
-        _TALLY.reset(token)
+    return _bound(_TALLY, phases)
 
 
 @contextlib.contextmanager

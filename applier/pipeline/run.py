@@ -176,8 +176,7 @@ def run(
     try:
         with cost.metering(meter):
             say("reading changes" if reading else f"generating {config.workload.kind} workload")
-            read: dict[str, float] = {}
-            with cost.tally(read), cost.phase("prepare"):
+            with cost.phase("prepare") as read:
                 cs = load_stream(spark, config, changes, snapshot, capture, inputs)
                 by_name = {a.name: a for a in config.articles}
                 schemas = cs.schemas or Schemas.build(by_name, [])
@@ -193,7 +192,7 @@ def run(
                 elif reading:
                     rows = cs.changes.where(F.col("op").isin(*EVENT_OPS)).orderBy("lsn").collect()
                     events = list(stream_events(rows, cs.schemas))
-            read_seconds = read["prepare"]
+            read_seconds = read.seconds
             for s in subs:
                 if s.name in held:
                     continue
